@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import redis
-from common.env_client import DesktopEnvClient, EnvError
 
+from common.env_client import DesktopEnvClient, EnvError
 from common.envpool import EnvPool, Lease, LeaseKeeper, NoEnvAvailable
 from common.events import EpisodeEvent, ExecResult, StepEvent, StepTimings, Usage
 from common.run import RolloutJob, trajectory_prefix

@@ -1,0 +1,234 @@
+"""The scripted policy, the mock of a GPU model server (vLLM stand-in), over real HTTP on loopback."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from common.polling import free_port, http_ok, wait_until
+from services.scripted_policy.scripts import EXHAUSTED_REPLY, NO_SCRIPT_REPLY, choose_reply, load_scripts, user_text
+from services.scripted_policy.server import create_app
+from services.scripted_policy.settings import ScriptedPolicySettings
+from tests.servers import serve_app
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture()
+def scripts_dir(tmp_path: Path) -> Path:
+    """Two scripts, one nested and with a longer instruction containing the other; extra keys are ignored."""
+    (tmp_path / "a.json").write_text(json.dumps({"instruction": "Rename the folder", "replies": ["R0", "R1"],
+                                                 "expected": {"status": "completed"}}))
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b.json").write_text(json.dumps({"instruction": "Rename the folder quickly",
+                                                         "replies": ["Q0 é"]}))
+    (tmp_path / "notes.txt").write_text("not a script")
+    return tmp_path
+
+
+@pytest.fixture()
+def policy(scripts_dir: Path) -> Iterator[str]:
+    """Base URL of a scripted policy serving `scripts_dir`."""
+    with serve_app(create_app(ScriptedPolicySettings(scripts_dir=scripts_dir))) as url:
+        yield url
+
+
+def user(text: str, image: bool = True) -> dict:
+    """A UI-TARS-style user message: a text part and (optionally) a screenshot part."""
+    parts: list[dict] = [{"type": "text", "text": text}]
+    if image:
+        parts.append({"type": "image_url", "image_url": {"url": "data:image/png;base64,AA=="}})
+    return {"role": "user", "content": parts}
+
+
+def assistant(text: str) -> dict:
+    return {"role": "assistant", "content": text}
+
+
+def chat(messages: list[dict], **extra: object) -> dict:
+    return {"model": "ui-tars-1.5-7b", "messages": messages, **extra}
+
+
+def reply_of(response: httpx.Response) -> str:
+    assert response.status_code == 200, response.text
+    return str(response.json()["choices"][0]["message"]["content"])
+
+
+# --- scripts (no HTTP) ---------------------------------------------------------------------------------------
+
+
+def test_load_scripts_recursive_and_ignores_extra_keys(scripts_dir: Path) -> None:
+    scripts = load_scripts(scripts_dir)
+    assert sorted(s.instruction for s in scripts) == ["Rename the folder", "Rename the folder quickly"]
+    assert load_scripts(None) == []
+
+
+@pytest.mark.parametrize("content", ['{"instruction": 3, "replies": []}', '{"replies": ["x"]}', "not json",
+                                     '{"instruction": "x", "replies": [1]}', "[]"])
+def test_bad_script_file_raises_naming_it(tmp_path: Path, content: str) -> None:
+    (tmp_path / "deep").mkdir()
+    (tmp_path / "deep" / "bad_one.json").write_text(content)
+    with pytest.raises(ValueError, match="bad_one.json"):
+        load_scripts(tmp_path)
+
+
+def test_matching_longest_instruction_and_step_index(scripts_dir: Path) -> None:
+    scripts = load_scripts(scripts_dir)
+    assert choose_reply(scripts, [{"role": "user", "content": "Please: Rename the folder now"}]) == "R0"
+    assert choose_reply(scripts, [user("Rename the folder quickly")]) == "Q0 é"
+    # The instruction may be split over several user messages' text parts; system text does not count.
+    history = [{"role": "system", "content": "Rename the folder quickly"}, user("Rename the folder"),
+               assistant("R0"), user("", image=True)]
+    assert choose_reply(scripts, history) == "R1"
+    assert choose_reply(scripts, [*history, assistant("R1"), user("")]) == EXHAUSTED_REPLY
+    assert choose_reply(scripts, [user("Open the browser")]) == NO_SCRIPT_REPLY
+    assert choose_reply([], [user("Rename the folder")]) == NO_SCRIPT_REPLY
+    assert "Rename" in user_text([user("Rename"), {"role": "user", "content": "the folder"}])
+
+
+# --- HTTP --------------------------------------------------------------------------------------------------------
+
+
+def test_chat_completion_shape_headers_and_steps(policy: str) -> None:
+    with httpx.Client(base_url=policy, timeout=10) as client:
+        raw = json.dumps(chat([user("Task: Rename the folder please")])).encode()
+        response = client.post("/v1/chat/completions", content=raw, headers={"content-type": "application/json"})
+        body = response.json()
+        assert body["object"] == "chat.completion" and body["id"].startswith("chatcmpl-")
+        assert body["model"] == "ui-tars-1.5-7b" and isinstance(body["created"], int)
+        choice = body["choices"][0]
+        assert choice["message"] == {"role": "assistant", "content": "R0"} and choice["finish_reason"] == "stop"
+        assert "logprobs" not in choice and "token_ids" not in choice
+        assert response.headers["X-Model-Version"] == "v0"
+        assert response.headers["X-Body-Sha256"] == hashlib.sha256(raw).hexdigest()
+        usage = body["usage"]
+        assert usage["prompt_tokens"] >= 1000  # one screenshot
+        assert usage["completion_tokens"] == 2 and usage["total_tokens"] == usage["prompt_tokens"] + 2
+
+        history = [user("Rename the folder"), assistant("R0"), user("")]
+        assert reply_of(client.post("/v1/chat/completions", json=chat(history))) == "R1"
+        history += [assistant("R1"), user("")]
+        assert reply_of(client.post("/v1/chat/completions", json=chat(history))) == EXHAUSTED_REPLY
+        text_only = [{"role": "user", "content": "Rename the folder quickly"}]
+        assert reply_of(client.post("/v1/chat/completions", json=chat(text_only))) == "Q0 é"
+        assert reply_of(client.post("/v1/chat/completions", json=chat([user("x")]))) == NO_SCRIPT_REPLY
+        assert client.post("/v1/chat/completions", json={"no": "messages"}).status_code == 400
+        assert client.post("/v1/chat/completions", content=b"{not json").status_code == 400
+
+
+def test_logprobs_and_token_ids_are_deterministic(policy: str) -> None:
+    request = chat([user("Rename the folder quickly")], logprobs=True)
+    with httpx.Client(base_url=policy, timeout=10) as client:
+        first, second = (client.post("/v1/chat/completions", json=request).json() for _ in range(2))
+    choice = first["choices"][0]
+    reply_bytes = "Q0 é".encode()
+    assert choice["token_ids"] == list(reply_bytes)
+    content = choice["logprobs"]["content"]
+    assert len(content) == len(reply_bytes) == first["usage"]["completion_tokens"]
+    assert all(c["logprob"] <= 0 and c["top_logprobs"] == [] and len(c["bytes"]) == 1 for c in content)
+    assert [c["token"] for c in content[:3]] == ["Q", "0", " "]
+    assert choice["logprobs"] == second["choices"][0]["logprobs"]
+    assert choice["token_ids"] == second["choices"][0]["token_ids"]
+
+
+def test_streaming_sse_chunks_end_with_done(policy: str) -> None:
+    history = [user("Rename the folder"), assistant("R0"), user("")]
+    long_script = chat([user("x" * 10)], stream=True)  # no script: the long call_user() reply spans chunks
+    with httpx.Client(base_url=policy, timeout=10) as client:
+        for request, expected in ((chat(history, stream=True), "R1"), (long_script, NO_SCRIPT_REPLY)):
+            with client.stream("POST", "/v1/chat/completions", json=request) as response:
+                assert response.status_code == 200
+                assert response.headers["content-type"].startswith("text/event-stream")
+                assert response.headers["X-Model-Version"] == "v0"
+                text = "".join(response.iter_text())
+            events = [line[len("data: "):] for line in text.splitlines() if line.startswith("data: ")]
+            assert events[-1] == "[DONE]"
+            chunks = [json.loads(e) for e in events[:-1]]
+            assert all(c["object"] == "chat.completion.chunk" for c in chunks)
+            assert "".join(c["choices"][0]["delta"].get("content", "") for c in chunks) == expected
+            assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
+        assert len(chunks) > 3
+
+
+def test_models_health_metrics_and_completions(policy: str) -> None:
+    with httpx.Client(base_url=policy, timeout=10) as client:
+        models = client.get("/v1/models").json()
+        assert models["object"] == "list"
+        entry = models["data"][0]
+        assert (entry["id"], entry["object"], entry["owned_by"], entry["root"]) == (
+            "ui-tars-1.5-7b", "model", "cua-rollout", "ui-tars-1.5-7b")
+        health = client.get("/health")
+        assert health.status_code == 200 and health.content == b""
+        assert client.get("/healthz").json()["status"] == "ok"
+        completion = client.post("/v1/completions", json={"model": "m", "prompt": "Rename the folder"})
+        assert completion.json()["object"] == "text_completion"
+        assert completion.json()["choices"][0]["text"] == "R0"
+        client.post("/v1/chat/completions", json=chat([user("x")]))
+        metrics = client.get("/metrics").text
+        assert 'policy_requests_total{endpoint="chat",status="200"} 1.0' in metrics
+        assert 'policy_requests_total{endpoint="completions",status="200"} 1.0' in metrics
+        assert "policy_in_flight 0.0" in metrics
+
+
+def test_admin_reload_switches_model_version(policy: str) -> None:
+    with httpx.Client(base_url=policy, timeout=10) as client:
+        assert client.post("/v1/chat/completions", json=chat([user("x")])).headers["X-Model-Version"] == "v0"
+        assert client.post("/admin/reload", json={"model_version": "v1"}).json() == {"model_version": "v1"}
+        assert client.post("/v1/chat/completions", json=chat([user("x")])).headers["X-Model-Version"] == "v1"
+        assert client.post("/admin/reload", json={}).status_code == 422
+
+
+def test_failure_injection_and_latency(scripts_dir: Path) -> None:
+    settings = ScriptedPolicySettings(scripts_dir=scripts_dir, fail_first_n=2, latency_ms=50)
+    with serve_app(create_app(settings)) as url, httpx.Client(base_url=url, timeout=10) as client:
+        statuses = [client.post("/v1/chat/completions", json=chat([user("x")])).status_code for _ in range(3)]
+        assert statuses == [500, 500, 200]
+        started = time.perf_counter()
+        client.post("/v1/chat/completions", json=chat([user("x")]))
+        assert time.perf_counter() - started >= 0.05  # simulated model time
+    with serve_app(create_app(ScriptedPolicySettings(failure_rate=1.0))) as url:
+        failed = httpx.post(f"{url}/v1/chat/completions", json=chat([user("x")]), timeout=10)
+        assert failed.status_code == 500 and "injected" in failed.json()["error"]["message"]
+    with serve_app(create_app(ScriptedPolicySettings(failure_rate=0.5, seed=7))) as url:
+        codes = [httpx.post(f"{url}/v1/chat/completions", json=chat([user("x")]), timeout=10).status_code
+                 for _ in range(40)]
+        assert 0 < codes.count(500) < 40
+
+
+def test_settings_from_env(monkeypatch: pytest.MonkeyPatch, scripts_dir: Path) -> None:
+    monkeypatch.setenv("POLICY_PORT", "9123")
+    monkeypatch.setenv("POLICY_SCRIPTS_DIR", str(scripts_dir))
+    monkeypatch.setenv("POLICY_FAILURE_RATE", "0.25")
+    monkeypatch.setenv("POLICY_MODEL_VERSION", "v9")
+    settings = ScriptedPolicySettings()
+    assert (settings.port, settings.scripts_dir, settings.failure_rate, settings.model_version) == (
+        9123, scripts_dir, 0.25, "v9")
+    monkeypatch.setenv("POLICY_FAILURE_RATE", "1.5")
+    with pytest.raises(ValueError):
+        ScriptedPolicySettings()
+
+
+def test_python_dash_m_serves(scripts_dir: Path) -> None:
+    port = free_port()
+    env = {**os.environ, "POLICY_PORT": str(port), "POLICY_SCRIPTS_DIR": str(scripts_dir),
+           "POLICY_MODEL_VERSION": "v3"}
+    proc = subprocess.Popen([sys.executable, "-m", "services.scripted_policy"], cwd=REPO, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_until(lambda: proc.poll() is None and http_ok(f"http://127.0.0.1:{port}/health"), 20,
+                   "python -m services.scripted_policy")
+        response = httpx.post(f"http://127.0.0.1:{port}/v1/chat/completions",
+                              json=chat([user("Rename the folder")]), timeout=10)
+        assert reply_of(response) == "R0" and response.headers["X-Model-Version"] == "v3"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
