@@ -16,10 +16,12 @@ from rich.progress import BarColumn, Progress, TextColumn
 from common.task import load_tasks
 from services.cli.api_client import ProducerClient, ProducerError
 from services.cli.stack import LocalStack, StackConfig
-from services.cli.views import domain_table, rollout_table
+from services.cli.views import domain_table, matches_expectation, rollout_table
 
 app = typer.Typer(add_completion=False, help="cua-rollout: run computer-use agents at scale.")
 console = Console()
+if not console.is_terminal:  # piped or CI logs: 80 columns would truncate task ids
+    console.width = 120
 err_console = Console(stderr=True)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -150,12 +152,9 @@ def mismatches(run: dict[str, Any], expected: dict[str, dict[str, Any]]) -> list
         exp = expected.get(r["task_id"])
         if exp is None:
             continue
-        want_reward = exp.get("reward")
-        reward_ok = (r["reward"] is None) if want_reward is None else (
-            r["reward"] is not None and abs(float(r["reward"]) - float(want_reward)) < 1e-9)
-        if r["status"] != exp["status"] or not reward_ok:
+        if not matches_expectation(r, exp):
             problems.append(f"{r['rollout_id']}: got {r['status']}/{r['reward']}, expected "
-                            f"{exp['status']}/{want_reward} ({r.get('error') or 'no error'})")
+                            f"{exp['status']}/{exp.get('reward')} ({r.get('error') or 'no error'})")
     return problems
 
 

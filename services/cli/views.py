@@ -12,19 +12,38 @@ def _fmt_reward(value: Any) -> str:
     return "-" if value is None else f"{float(value):.2f}"
 
 
+def matches_expectation(rollout: dict[str, Any], exp: dict[str, Any]) -> bool:
+    """True when a rollout's status equals `exp["status"]` and its reward `exp["reward"]` (None: no reward)."""
+    want_reward = exp.get("reward")
+    got_reward = rollout.get("reward")
+    reward_ok = (got_reward is None) if want_reward is None else (
+        got_reward is not None and abs(float(got_reward) - float(want_reward)) < 1e-9)
+    return bool(rollout["status"] == exp["status"] and reward_ok)
+
+
+def _expectation_cell(rollout: dict[str, Any], exp: dict[str, Any] | None) -> str:
+    """"yes" when status and reward match the script's expectation, else what was expected."""
+    if exp is None:
+        return "?"
+    if matches_expectation(rollout, exp):
+        return "[green]yes[/green]"
+    return f"[red]no: {exp['status']} / {_fmt_reward(exp.get('reward'))}[/red]"
+
+
 def rollout_table(run: dict[str, Any], expected: dict[str, dict[str, Any]] | None = None) -> Table:
     """One row per rollout: task, domain, rollout index, status, reward, steps (and the expectation)."""
     table = Table(title=f"run {run['run_id']}")
-    for column in ("task", "domain", "rollout", "status", "reward", "steps"):
-        table.add_column(column)
+    table.add_column("task", no_wrap=True)
+    for column in ("domain", "rollout", "status", "reward", "steps"):
+        table.add_column(column, no_wrap=True)
     if expected is not None:
-        table.add_column("expected")
+        table.add_column("as expected", no_wrap=True)
     for r in run.get("rollouts", []):
         row = [r["task_id"], r["domain"], str(r["rollout_index"]), r["status"], _fmt_reward(r["reward"]),
                str(r["num_steps"])]
         if expected is not None:
             exp = expected.get(r["task_id"])
-            row.append(f"{exp['status']} / {_fmt_reward(exp.get('reward'))}" if exp else "?")
+            row.append(_expectation_cell(r, exp))
         table.add_row(*row)
     return table
 

@@ -1,0 +1,51 @@
+"""CLI renderings: expectation matching and the per-task / per-domain tables (pure functions, no services)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+
+from services.cli.main import mismatches
+from services.cli.views import domain_table, matches_expectation, rollout_table
+
+
+def _rollout(task: str, domain: str, status: str, reward: float | None, index: int = 0) -> dict[str, Any]:
+    return {"rollout_id": f"run-x:{task}:{index}", "task_id": task, "domain": domain, "rollout_index": index,
+            "status": status, "reward": reward, "num_steps": 3, "error": None}
+
+
+def _render(table: Any) -> str:
+    console = Console(width=200, record=True)
+    console.print(table)
+    return console.export_text()
+
+
+def test_matches_expectation_checks_status_and_reward() -> None:
+    assert matches_expectation(_rollout("a", "os", "completed", 1.0), {"status": "completed", "reward": 1.0})
+    assert not matches_expectation(_rollout("a", "os", "completed", 0.0), {"status": "completed", "reward": 1.0})
+    assert not matches_expectation(_rollout("a", "os", "agent_fail", 1.0), {"status": "completed", "reward": 1.0})
+    # An expectation without a reward means the rollout must not have one (e.g. env_init_failed).
+    assert matches_expectation(_rollout("a", "os", "env_init_failed", None), {"status": "env_init_failed"})
+    assert not matches_expectation(_rollout("a", "os", "env_init_failed", 0.0), {"status": "env_init_failed"})
+
+
+def test_mismatches_name_the_rollout_and_the_expectation() -> None:
+    run = {"run_id": "run-x", "rollouts": [_rollout("a", "os", "completed", 1.0),
+                                           _rollout("b", "os", "completed", 0.0)]}
+    problems = mismatches(run, {"a": {"status": "completed", "reward": 1.0},
+                                "b": {"status": "completed", "reward": 1.0}})
+    assert len(problems) == 1 and problems[0].startswith("run-x:b:0: got completed/0.0, expected completed/1.0")
+
+
+def test_tables_show_full_task_ids_and_success_rate_per_domain() -> None:
+    run = {"run_id": "run-x", "rollouts": [
+        _rollout("files-a-rather-long-task-name", "files", "completed", 1.0),
+        _rollout("os-b", "os", "completed", 0.0), _rollout("os-b", "os", "completed", 1.0, index=1),
+        _rollout("os-c", "os", "running", None)]}
+    text = _render(rollout_table(run, {"os-b": {"status": "completed", "reward": 1.0}}))
+    assert "files-a-rather-long-task-name" in text
+    assert "no: completed / 1.00" in text and "yes" in text
+    domains = _render(domain_table(run))
+    rows = {line.split("│")[1].strip(): line for line in domains.splitlines() if line.count("│") >= 4}
+    assert "100.0%" in rows["files"] and "50.0%" in rows["os"] and "66.7%" in rows["all"]
