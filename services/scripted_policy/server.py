@@ -98,7 +98,11 @@ def create_app(settings: ScriptedPolicySettings | None = None) -> FastAPI:
         if endpoint == "chat":
             state["chat_requests"] += 1
         if settings.latency_ms > 0:
-            await asyncio.sleep(settings.latency_ms / 1000.0)
+            in_flight.inc()  # counted while the simulated model "computes"
+            try:
+                await asyncio.sleep(settings.latency_ms / 1000.0)
+            finally:
+                in_flight.dec()
         first_n = endpoint == "chat" and state["chat_requests"] <= settings.fail_first_n
         if first_n or (settings.failure_rate > 0 and state["rng"].random() < settings.failure_rate):
             requests_total.labels(endpoint, "500").inc()
@@ -139,11 +143,7 @@ def create_app(settings: ScriptedPolicySettings | None = None) -> FastAPI:
         except (ValueError, KeyError, TypeError) as exc:
             requests_total.labels("chat", "400").inc()
             return _error(f"body must be JSON with a 'messages' list ({exc})", 400)
-        in_flight.inc()
-        try:
-            failure = await simulate(raw, "chat")
-        finally:
-            in_flight.dec()
+        failure = await simulate(raw, "chat")
         if failure is not None:
             return failure
         reply = choose_reply(scripts, messages)
@@ -174,11 +174,7 @@ def create_app(settings: ScriptedPolicySettings | None = None) -> FastAPI:
             requests_total.labels("completions", "400").inc()
             return _error(f"body must be a JSON object ({exc})", 400)
         text_prompt = prompt if isinstance(prompt, str) else " ".join(map(str, prompt))
-        in_flight.inc()
-        try:
-            failure = await simulate(raw, "completions")
-        finally:
-            in_flight.dec()
+        failure = await simulate(raw, "completions")
         if failure is not None:
             return failure
         text = choose_reply(scripts, [{"role": "user", "content": text_prompt}])
