@@ -48,6 +48,8 @@ def up(
         stop = True
 
     signal.signal(signal.SIGTERM, _on_signal)
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # `up &` from a script: shells ignore SIGINT there
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     with LocalStack(config) as stack:
         console.print(f"[green]stack up[/green]: producer {stack.producer_url} (docs at /docs), "
                       f"gateway {stack.gateway_url}, redis {stack.redis_url}, {len(stack.env_urls)} envs")
