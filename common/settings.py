@@ -14,6 +14,11 @@ def unprefixed(name: str, default: object) -> object:
     return Field(default=default, validation_alias=AliasChoices(name, name.lower()))
 
 
+def comma_list(value: str) -> list[str]:
+    """A comma-separated setting (`"a, b,,c"`) as its items, whitespace stripped and blanks dropped."""
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
 class ServiceSettings(BaseSettings):
     """Base: `REDIS_URL` and `LOG_LEVEL` are read without a prefix by every service (subclasses add a prefix)."""
 

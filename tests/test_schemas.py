@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from common.events import EpisodeEvent, ParsedAction, StepEvent, decode_event, encode_event
 from common.run import RunRequest, make_rollout_id, rq_job_id, trajectory_prefix
+from common.settings import comma_list
 from common.status import INFRA_FAILURES, REWARDED_STATUSES, RolloutStatus
 from common.task import OSWorldTask, load_task_file, load_tasks
 
@@ -115,3 +116,8 @@ def test_events_round_trip_through_stream_fields() -> None:
         decode_event({b"type": b"bogus", b"data": b"{}"})
     with pytest.raises(ValueError):
         decode_event({b"type": b"step", b"data": b"not json"})
+
+
+def test_comma_list_strips_items_and_drops_blanks() -> None:
+    assert comma_list(" http://a:1 ,,http://b:2/ , ") == ["http://a:1", "http://b:2/"]
+    assert comma_list("") == []

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pydantic_settings import SettingsConfigDict
 
-from common.settings import ServiceSettings
+from common.settings import ServiceSettings, comma_list
 
 
 class GatewaySettings(ServiceSettings):
@@ -38,4 +38,4 @@ class GatewaySettings(ServiceSettings):
     @property
     def replica_urls(self) -> list[str]:
         """`replicas` split on commas."""
-        return [u.strip().rstrip("/") for u in self.replicas.split(",") if u.strip()]
+        return [url.rstrip("/") for url in comma_list(self.replicas)]

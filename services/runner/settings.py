@@ -7,7 +7,7 @@ from pathlib import Path
 from pydantic import field_validator
 from pydantic_settings import SettingsConfigDict
 
-from common.settings import ServiceSettings
+from common.settings import ServiceSettings, comma_list
 
 
 class RunnerSettings(ServiceSettings):
@@ -48,4 +48,4 @@ class RunnerSettings(ServiceSettings):
     @property
     def env_url_list(self) -> list[str]:
         """`env_urls` split on commas, blanks dropped."""
-        return [u.strip() for u in self.env_urls.split(",") if u.strip()]
+        return comma_list(self.env_urls)

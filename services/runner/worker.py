@@ -9,6 +9,7 @@ from rq import Queue, Worker
 from common import keys
 from common.envpool import EnvPool, resolve_static_urls
 from common.service import redis_client, setup_logging, start_metrics_port
+from common.settings import comma_list
 from services.runner.settings import RunnerSettings
 
 log = logging.getLogger(__name__)
@@ -35,7 +36,7 @@ def run_worker(settings: RunnerSettings | None = None) -> bool:
     if settings.env_url_list:
         log.info("registered %d static envs", register_static_envs(settings))
     client = redis_client(settings.redis_url, socket_timeout_s=None)  # RQ blocks in BLPOP
-    names = [q.strip() for q in settings.queues.split(",") if q.strip()] or keys.QUEUES_IN_PRIORITY_ORDER
+    names = comma_list(settings.queues) or keys.QUEUES_IN_PRIORITY_ORDER
     queues = [Queue(name, connection=client) for name in names]
     worker = Worker(queues, connection=client)
     return bool(worker.work(with_scheduler=settings.with_scheduler, burst=settings.burst,
