@@ -170,6 +170,9 @@ class RolloutRunner:
         agent: UITarsAgent | None = None
         outcome = RolloutOutcome(status=RolloutStatus.ENV_INIT_FAILED)
         setup_ms = eval_ms = 0.0
+        # One gateway client per episode: its keep-alive connection is reused by every step.
+        model = ModelClient(self.settings.gateway_url, self.settings.model_timeout_s,
+                            self.settings.model_connect_timeout_s)
         try:
             try:
                 env.reset()
@@ -179,7 +182,7 @@ class RolloutRunner:
                 raise _Stop(RolloutStatus.ENV_INIT_FAILED, f"setup failed: {exc}") from exc
             setup_ms = (time.perf_counter() - t0) * 1000.0
             agent = UITarsAgent(job.task.instruction, screen=screen)
-            outcome = self._step_loop(job, ref, env, agent, keeper, totals)
+            outcome = self._step_loop(job, ref, env, model, agent, keeper, totals)
             if outcome.status.has_reward:
                 t_eval = time.perf_counter()
                 try:
@@ -191,11 +194,12 @@ class RolloutRunner:
                                              error=f"evaluation failed: {exc}")
                 eval_ms = (time.perf_counter() - t_eval) * 1000.0
         except _Stop as stop:
-            outcome = RolloutOutcome(status=stop.status, error=stop.error,
-                                     num_steps=outcome.num_steps if outcome else 0)
+            outcome = RolloutOutcome(status=stop.status, error=stop.error, num_steps=outcome.num_steps)
         except Exception as exc:  # an unexpected bug must still end the episode and free the env
             log.exception("rollout %s crashed", job.rollout_id)
             outcome = RolloutOutcome(status=RolloutStatus.ENV_ERROR, error=f"runner error: {exc!r}")
+        finally:
+            model.close()
         outcome.timings = {
             "total_ms": (time.perf_counter() - t0) * 1000.0,
             "setup_ms": setup_ms,
@@ -225,6 +229,7 @@ class RolloutRunner:
         job: RolloutJob,
         ref: dict[str, Any],
         env: DesktopEnvClient,
+        model: ModelClient,
         agent: UITarsAgent,
         keeper: LeaseKeeper,
         totals: _StepTotals,
@@ -242,7 +247,7 @@ class RolloutRunner:
             except EnvError as exc:
                 raise _Stop(RolloutStatus.ENV_ERROR, f"screenshot failed at step {step}: {exc}") from exc
             messages = agent.build_messages(png)
-            reply, parsed, model_ms = self._sample_parsable(job, agent, messages)
+            reply, parsed, model_ms = self._sample_parsable(job, model, agent, messages)
             totals.model_ms += model_ms
             if reply.model_version:
                 totals.versions.append(reply.model_version)
@@ -282,30 +287,25 @@ class RolloutRunner:
         return RolloutOutcome(status=RolloutStatus.TRUNCATED, num_steps=job.max_steps)
 
     def _sample_parsable(
-        self, job: RolloutJob, agent: UITarsAgent, messages: list[dict[str, Any]]
+        self, job: RolloutJob, model: ModelClient, agent: UITarsAgent, messages: list[dict[str, Any]]
     ) -> tuple[ModelReply, Any, float]:
         """Call the model; re-sample an unparseable reply up to `max_parse_retries` times.
 
         Returns (last reply, parsed reply or None if it never parsed, total model ms).
         """
-        client = ModelClient(self.settings.gateway_url, self.settings.model_timeout_s,
-                             self.settings.model_connect_timeout_s)
         model_ms = 0.0
-        try:
-            for _ in range(self.settings.max_parse_retries + 1):
-                try:
-                    reply = client.complete(messages, job.model, job.sampling.model_dump(),
-                                            job.rollout_id, job.policy_version)
-                except ModelError as exc:
-                    raise _Stop(RolloutStatus.MODEL_ERROR, str(exc)) from exc
-                model_ms += reply.model_ms
-                try:
-                    return reply, agent.parse(reply.text), model_ms
-                except ParseError as exc:
-                    log.info("rollout %s: unparseable reply (%s), re-sampling", job.rollout_id, exc)
-            return reply, None, model_ms
-        finally:
-            client.close()
+        for _ in range(self.settings.max_parse_retries + 1):
+            try:
+                reply = model.complete(messages, job.model, job.sampling.model_dump(),
+                                       job.rollout_id, job.policy_version)
+            except ModelError as exc:
+                raise _Stop(RolloutStatus.MODEL_ERROR, str(exc)) from exc
+            model_ms += reply.model_ms
+            try:
+                return reply, agent.parse(reply.text), model_ms
+            except ParseError as exc:
+                log.info("rollout %s: unparseable reply (%s), re-sampling", job.rollout_id, exc)
+        return reply, None, model_ms
 
     def _execute(self, env: DesktopEnvClient, actions: list[Any], step: int) -> ExecResult:
         """Run each action's pyautogui code in the env (a warm interpreter there); WAIT sleeps here."""
