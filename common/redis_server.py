@@ -9,6 +9,7 @@ from pathlib import Path
 import redis
 
 from common.polling import free_port, wait_until
+from common.processes import stop_child
 
 
 class RedisServerProcess:
@@ -57,11 +58,6 @@ class RedisServerProcess:
 
     def stop(self) -> None:
         """Terminate the server (SIGTERM, then SIGKILL after 5 s)."""
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=5)
+        if self.process is not None:
+            stop_child(self.process, grace_s=5.0)
         self.process = None

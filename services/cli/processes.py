@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from common.polling import http_ok, wait_until
+from common.processes import stop_child
 
 
 @dataclass
@@ -72,14 +72,5 @@ class ManagedProcess:
         The group is the child's own session (`start_new_session`), so this reaches an RQ worker's
         work-horse fork and nothing else.
         """
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(self.process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.process.wait(timeout=timeout_s)
+        if self.process is not None:
+            stop_child(self.process, timeout_s, kill_group=True)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import IO
 
 from common.polling import free_port, http_ok
+from common.processes import stop_child
 from services.desktop_env.session import display_in_use
 
 log = logging.getLogger(__name__)
@@ -142,13 +143,7 @@ class LocalEnvLauncher:
 
     @staticmethod
     def _terminate(env: _Env, timeout_s: float = 15.0) -> None:
-        if env.process.poll() is None:
-            env.process.terminate()
-            try:
-                env.process.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                env.process.kill()
-                env.process.wait()
+        stop_child(env.process, timeout_s)
         env.log_file.close()
 
     def stop(self) -> None:
