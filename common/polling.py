@@ -16,6 +16,10 @@ class DeadlineExceeded(TimeoutError):
     """Raised by `wait_until` when the condition did not hold before the deadline."""
 
 
+class GiveUp(RuntimeError):
+    """Raised by a `wait_until` condition when waiting longer is pointless (the awaited process died)."""
+
+
 def wait_until(
     condition: Callable[[], T | None],
     timeout_s: float,
@@ -24,8 +28,8 @@ def wait_until(
 ) -> T:
     """Call `condition` until it returns a truthy value (returned) or `timeout_s` seconds pass.
 
-    Exceptions raised by `condition` count as "not yet". Raises: DeadlineExceeded naming `what`,
-    with the last exception if there was one.
+    Exceptions raised by `condition` count as "not yet", except `GiveUp`, which ends the wait at once.
+    Raises: GiveUp from the condition; DeadlineExceeded naming `what`, with the last exception if any.
     """
     deadline = time.monotonic() + timeout_s
     last_error: BaseException | None = None
@@ -34,6 +38,8 @@ def wait_until(
             value = condition()
             if value:
                 return value
+        except GiveUp:
+            raise
         except Exception as exc:  # not ready yet
             last_error = exc
         if time.monotonic() >= deadline:

@@ -1,13 +1,17 @@
-"""common.processes.stop_child against real child processes."""
+"""Child-process helpers against real processes: stop_child, GiveUp in wait_until, ManagedProcess health."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
+from common.polling import GiveUp, wait_until
 from common.processes import stop_child
+from services.cli.processes import ManagedProcess
 
 # A child that ignores SIGTERM, so only the SIGKILL after the grace period ends it.
 _STUBBORN = ("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
@@ -27,3 +31,33 @@ def test_stop_child_terminates_politely_and_is_a_no_op_afterwards() -> None:
     stop_child(child, grace_s=5.0)
     assert child.returncode == -15
     stop_child(child, grace_s=5.0)  # already exited: nothing to do, no error
+
+
+def test_a_dead_child_ends_the_health_wait_at_once_with_its_log(tmp_path: Path) -> None:
+    child = ManagedProcess(name="crasher", module="services.no_such_module", env={},
+                           log_path=tmp_path / "crasher.log", health_url="http://127.0.0.1:9/never").start()
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match=r"crasher exited with code 1(.|\n)*No module named"):
+        child.wait_healthy(timeout_s=60.0)
+    assert time.monotonic() - started < 30.0  # GiveUp ended the wait long before the 60 s deadline
+
+
+def test_wait_until_retries_ordinary_errors_but_not_give_up() -> None:
+    calls: list[int] = []
+
+    def flaky() -> bool:
+        calls.append(1)
+        if len(calls) < 3:
+            raise ValueError("not yet")
+        return True
+
+    assert wait_until(flaky, 5.0, "flaky", interval_s=0.01) is True and len(calls) == 3
+
+    def hopeless() -> bool:
+        calls.append(1)
+        raise GiveUp("it died")
+
+    calls.clear()
+    with pytest.raises(GiveUp, match="it died"):
+        wait_until(hopeless, 60.0, "hopeless", interval_s=0.01)
+    assert len(calls) == 1

@@ -8,7 +8,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from common.polling import http_ok, wait_until
+from common.polling import GiveUp, http_ok, wait_until
 from common.processes import stop_child
 
 
@@ -46,7 +46,7 @@ class ManagedProcess:
 
         def ready() -> bool:
             if self.process is not None and self.process.poll() is not None:
-                raise RuntimeError(f"{self.name} exited with code {self.process.returncode}")
+                raise GiveUp(f"{self.name} exited with code {self.process.returncode}")
             return http_ok(url)
 
         try:

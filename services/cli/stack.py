@@ -14,7 +14,7 @@ from pathlib import Path
 import redis
 
 from common.envpool import EnvPool
-from common.polling import free_port, wait_until
+from common.polling import GiveUp, free_port, wait_until
 from common.redis_server import RedisServerProcess
 from services.cli.processes import ManagedProcess
 from services.desktop_env.launcher import LocalEnvLauncher
@@ -145,9 +145,8 @@ class LocalStack:
         client = redis.Redis.from_url(self.redis_url)
 
         def registered() -> bool:
-            for process in self.processes:
-                if not process.alive():
-                    raise RuntimeError(f"{process.name} exited:\n{process.log_tail()}")
+            for process in self.dead_processes():
+                raise GiveUp(f"{process.name} exited:\n{process.log_tail()}")
             return len(Worker.all(connection=client)) >= self.config.runners
 
         wait_until(registered, timeout_s, f"{self.config.runners} runner workers to register", interval_s=0.1)
