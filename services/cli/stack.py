@@ -11,11 +11,10 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import redis
-
 from common.envpool import EnvPool
 from common.polling import GiveUp, free_port, wait_until
 from common.redis_server import RedisServerProcess
+from common.service import redis_client
 from services.cli.processes import ManagedProcess
 from services.desktop_env.launcher import LocalEnvLauncher
 
@@ -92,9 +91,10 @@ class LocalStack:
             count=cfg.envs, root_dir=self.work_dir / "envs", width=cfg.width, height=cfg.height
         )
         self.env_urls = self.env_launcher.start()
-        pool = EnvPool(redis.Redis.from_url(self.redis_url))
-        for url in self.env_urls:
-            pool.register(url, provider="local")
+        with redis_client(self.redis_url) as client:
+            pool = EnvPool(client)
+            for url in self.env_urls:
+                pool.register(url, provider="local")
 
         replica_urls = []
         for i in range(cfg.replicas):
@@ -142,14 +142,14 @@ class LocalStack:
     def _wait_for_workers(self, timeout_s: float) -> None:
         from rq import Worker
 
-        client = redis.Redis.from_url(self.redis_url)
+        with redis_client(self.redis_url) as client:
 
-        def registered() -> bool:
-            for process in self.dead_processes():
-                raise GiveUp(f"{process.name} exited:\n{process.log_tail()}")
-            return len(Worker.all(connection=client)) >= self.config.runners
+            def registered() -> bool:
+                for process in self.dead_processes():
+                    raise GiveUp(f"{process.name} exited:\n{process.log_tail()}")
+                return len(Worker.all(connection=client)) >= self.config.runners
 
-        wait_until(registered, timeout_s, f"{self.config.runners} runner workers to register", interval_s=0.1)
+            wait_until(registered, timeout_s, f"{self.config.runners} runner workers to register", interval_s=0.1)
 
     def dead_processes(self) -> list[ManagedProcess]:
         """Children that exited while the stack should be up."""

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from common.polling import DeadlineExceeded, wait_until
+from common.processes import stop_child
 from services.desktop_env import home, shims, x11
 from services.desktop_env.commands import CommandRunner
 from services.desktop_env.homemap import HomeMapper
@@ -170,13 +171,7 @@ class DesktopSession:
             process = self._core.pop(name, None)
             if process is None:
                 continue
-            if process.poll() is None:
-                process.terminate()
-                try:
-                    process.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
+            stop_child(process, grace_s=5.0)
             self.registry.discard(process)
         if self._owns_runtime_dir:
             shutil.rmtree(self.runtime_dir, ignore_errors=True)
