@@ -4,7 +4,6 @@ S3 server (the MinIO stand-in: MinIO has no server package here)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import redis
@@ -28,12 +27,6 @@ def redis_url(redis_server: RedisServerProcess) -> Iterator[str]:
     client.flushall()
     client.close()
     yield redis_server.url
-
-
-@pytest.fixture()
-def tmp_dir(tmp_path: Path) -> Path:
-    """Alias of pytest's tmp_path, for readability in service tests."""
-    return tmp_path
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ class ProducerError(RuntimeError):
 
 
 class ProducerClient:
-    """`POST /v1/runs`, `GET /v1/runs/{id}`, `GET /v1/queues` with explicit timeouts (10 s)."""
+    """`POST /v1/runs` and `GET /v1/runs/{id}` with explicit timeouts (10 s); a context manager."""
 
     def __init__(self, base_url: str) -> None:
         self.base_url = base_url.rstrip("/")
@@ -43,10 +43,12 @@ class ProducerClient:
         """`GET /v1/runs/{run_id}` with per-rollout records."""
         return self._call("GET", f"/v1/runs/{run_id}")
 
-    def queues(self) -> dict[str, Any]:
-        """`GET /v1/queues`."""
-        return self._call("GET", "/v1/queues")
-
     def close(self) -> None:
         """Close the connection pool."""
         self.http.close()
+
+    def __enter__(self) -> ProducerClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -78,9 +78,9 @@ def submit(
     """Submit OSWorld tasks as a run; prints the run id."""
     try:
         tasks = load_tasks(path)
-        result = ProducerClient(producer).submit(
-            tasks, rollouts_per_task=rollouts, max_steps=max_steps, priority=priority,
-            **({"run_id": run_id} if run_id else {}))
+        with ProducerClient(producer) as client:
+            result = client.submit(tasks, rollouts_per_task=rollouts, max_steps=max_steps, priority=priority,
+                                   **({"run_id": run_id} if run_id else {}))
     except (ValueError, ProducerError) as exc:
         err_console.print(f"[red]error:[/red] {exc}", soft_wrap=True)
         raise typer.Exit(2) from None
@@ -119,7 +119,8 @@ def watch(
 ) -> None:
     """Progress bar of a run until it finishes."""
     try:
-        watch_run(ProducerClient(producer), run_id, timeout)
+        with ProducerClient(producer) as client:
+            watch_run(client, run_id, timeout)
     except (ProducerError, TimeoutError) as exc:
         err_console.print(f"[red]error:[/red] {exc}", soft_wrap=True)
         raise typer.Exit(2) from None
@@ -129,7 +130,8 @@ def watch(
 def stats(run_id: str, producer: Annotated[str, typer.Option(help="producer URL")] = DEFAULT_PRODUCER) -> None:
     """Status and reward per rollout, success rate per domain."""
     try:
-        run = ProducerClient(producer).run(run_id)
+        with ProducerClient(producer) as client:
+            run = client.run(run_id)
     except ProducerError as exc:
         err_console.print(f"[red]error:[/red] {exc}", soft_wrap=True)
         raise typer.Exit(2) from None
@@ -175,8 +177,7 @@ def demo(
     config = StackConfig(work_dir=work_dir, scripts_dir=EXAMPLES / "scripts", envs=envs, runners=runners)
     console.print(f"starting the stack: redis, {envs} desktop envs, 2 scripted policy replicas, gateway, "
                   f"producer, {runners} runners, sink ...")
-    with LocalStack(config) as stack:
-        client = ProducerClient(stack.producer_url)
+    with LocalStack(config) as stack, ProducerClient(stack.producer_url) as client:
         result = client.submit(tasks, rollouts_per_task=rollouts, max_steps=15)
         run_id = result["run_id"]
         console.print(f"submitted {len(tasks)} tasks x {rollouts} rollouts over HTTP as run {run_id} "
@@ -193,10 +194,6 @@ def demo(
     console.print("[green]demo finished: every rollout ended as its script expects[/green]")
 
 
-def main() -> None:
-    """Entry point of `python -m services.cli`."""
-    app()
-
 
 if __name__ == "__main__":
-    main()
+    app()
