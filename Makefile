@@ -1,7 +1,7 @@
 # cua-rollout: `make demo` runs the whole pipeline locally; `make test` runs the test suite.
 PY := .venv/bin/python
 
-.PHONY: setup demo test lint typecheck up bench clean
+.PHONY: setup demo test lint typecheck up bench k8s-check chaos clean fuzz
 
 setup:
 	@bash scripts/setup.sh
@@ -9,8 +9,12 @@ setup:
 demo: setup
 	$(PY) -m services.cli demo
 
-test: setup
+test:
+	@bash scripts/setup.sh --oracle
 	$(PY) -m pytest -q
+
+fuzz: setup
+	$(PY) -m pytest -q -m slow --hypothesis-show-statistics tests/test_parser_fuzz.py
 
 lint: setup
 	$(PY) -m ruff check common services tests bench
@@ -24,5 +28,12 @@ up: setup
 bench: setup
 	$(PY) bench/run_all.py
 
+k8s-check: setup
+	$(PY) scripts/validate_k8s.py
+
+# Chaos suite (README "Guarantees"): 500 rollouts under faults; bounded in time, exits 1 on any loss.
+chaos: setup
+	timeout 2700 $(PY) -m tests.chaos
+
 clean:
-	rm -rf .cua .venv .pytest_cache
+	rm -rf .cua .venv .venv-oracle .pytest_cache

@@ -7,8 +7,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import gateway_overhead  # noqa: E402
+from bench import env_pod, gateway_overhead, settle_and_typing  # noqa: E402
 
 if __name__ == "__main__":
     print("== gateway overhead (loopback, scripted replica with no model latency)")
     gateway_overhead.main()
+    print("\n== typing through the clipboard and waiting for the screen (real Xvfb desktop)")
+    settle_and_typing.main()
+    print("\n== env pod (action, screenshot, reset; one local env)")
+    env_pod.main()

@@ -8,10 +8,14 @@ no such window, not a directory) come back as None / False instead.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 from pydantic import BaseModel
+
+log = logging.getLogger(__name__)
 
 DEFAULT_EXECUTE_TIMEOUT_S = 120.0  # the OSWorld server's own command timeout
 _MARGIN_S = 15.0  # HTTP timeout beyond the server-side timeout of a request
@@ -37,6 +41,35 @@ class ExecuteResult(BaseModel):
     returncode: int | None = None
 
 
+class VerifiedExecuteResult(ExecuteResult):
+    """Reply of `/setup/execute_with_verification`: `verification` "passed" or "failed" (None when
+    nothing was to verify), `wait_time` in seconds; `status` "verification_failed" on failure."""
+
+    verification: str | None = None
+    wait_time: float | None = None
+
+
+class PythonScriptResult(BaseModel):
+    """Reply of `/run_python` (OSWorld shape): `status` "success" / "error", `message` = stdout and
+    stderr combined, `return_code` None when the script timed out (`error` "TimeoutExpired")."""
+
+    status: str
+    message: str = ""
+    output: str | None = None
+    error: str = ""
+    return_code: int | None = None
+
+
+class BashScriptResult(BaseModel):
+    """Reply of `/run_bash_script` (OSWorld shape): stdout and stderr merged in `output`;
+    `returncode` -1 when the script timed out or could not run."""
+
+    status: str
+    output: str = ""
+    error: str = ""
+    returncode: int
+
+
 class DesktopEnvClient:
     """Client of one env at `base_url` (e.g. `http://127.0.0.1:5000`), OSWorld desktop_env/server protocol.
 
@@ -49,6 +82,12 @@ class DesktopEnvClient:
         self.timeout_s = timeout_s
         self._connect_timeout_s = connect_timeout_s
         self._http = httpx.Client(base_url=self.base_url, timeout=self._timeout(timeout_s))
+
+    @property
+    def host(self) -> str:
+        """Host name or IP of the env (from `base_url`): where its other services listen, e.g.
+        Chrome DevTools on the chromium port and VLC's HTTP interface, as on OSWorld's VMs."""
+        return urlsplit(self.base_url).hostname or "127.0.0.1"
 
     def _timeout(self, read_s: float) -> httpx.Timeout:
         return httpx.Timeout(read_s, connect=self._connect_timeout_s)
@@ -97,9 +136,32 @@ class DesktopEnvClient:
         """Accessibility tree XML text (`GET /accessibility`, key "AT")."""
         return str(self._json(self._request("GET", "/accessibility"), "/accessibility").get("AT") or "")
 
+    def window_size(self, app_class_name: str) -> dict[str, int] | None:
+        """`{"width", "height"}` in pixels of the first window whose WM class is `app_class_name`,
+        None when there is none (`POST /window_size`, form field `app_class_name`)."""
+        response = self._request("POST", "/window_size", data={"app_class_name": app_class_name},
+                                 ok_statuses=(404,))
+        if response.status_code == 404:
+            return None
+        size = self._json(response, "/window_size")
+        return {"width": int(size["width"]), "height": int(size["height"])} if isinstance(size, dict) else None
+
+    def wallpaper(self) -> bytes | None:
+        """Image bytes of the desktop wallpaper, None when none is set (`POST /wallpaper`)."""
+        response = self._request("POST", "/wallpaper", ok_statuses=(404,))
+        return None if response.status_code == 404 else response.content
+
     def terminal(self) -> str:
         """Text of the focused terminal, "" when none is open (`GET /terminal`)."""
         return str(self._json(self._request("GET", "/terminal"), "/terminal").get("output") or "")
+
+    def desktop_path(self) -> str | None:
+        """The Desktop folder as OSWorld names it (`/home/user/Desktop`), None when it does not
+        exist (`POST /desktop_path`)."""
+        response = self._request("POST", "/desktop_path", ok_statuses=(404,))
+        if response.status_code == 404:
+            return None
+        return str(self._json(response, "/desktop_path")["desktop_path"])
 
     # -- commands -------------------------------------------------------------------------
     def _execute(self, endpoint: str, command: list[str] | str, shell: bool, timeout_s: float | None) -> ExecuteResult:
@@ -121,8 +183,50 @@ class DesktopEnvClient:
         return self._execute("/setup/execute", command, shell, timeout_s)
 
     def launch(self, command: list[str] | str, shell: bool = False) -> None:
-        """Start `command` detached, without waiting (`POST /setup/launch`)."""
+        """Start `command` detached, without waiting (`POST /setup/launch`). Raises: EnvError
+        (500) when it cannot start."""
         self._request("POST", "/setup/launch", json={"command": command, "shell": shell})
+
+    def execute_with_verification(self, command: list[str] | str, shell: bool = False, *,
+                                  window_exists: str | None = None, command_success: str | None = None,
+                                  max_wait_s: float = 10.0, check_interval_s: float = 1.0) -> VerifiedExecuteResult:
+        """Run `command`, then wait up to `max_wait_s` seconds (polled every `check_interval_s`) for
+        a window whose title contains `window_exists` and/or the shell command `command_success` to
+        succeed (`POST /setup/execute_with_verification`). A failed verification is a result with
+        `verification` "failed" (the server answers 500 with that body), not an error.
+
+        Raises: EnvError when the command could not run or the request failed otherwise."""
+        verification = {k: v for k, v in (("window_exists", window_exists), ("command_success", command_success))
+                        if v is not None}
+        body = {"command": command, "shell": shell, "verification": verification, "max_wait_time": max_wait_s,
+                "check_interval": check_interval_s}
+        endpoint = "/setup/execute_with_verification"
+        response = self._request("POST", endpoint, json=body, ok_statuses=(500,),
+                                 timeout_s=DEFAULT_EXECUTE_TIMEOUT_S + max_wait_s + _MARGIN_S)
+        data = self._json(response, endpoint)
+        if response.status_code == 500 and data.get("verification") != "failed":
+            raise EnvError(endpoint, f"HTTP 500: {response.text[:500]}", 500)
+        return VerifiedExecuteResult.model_validate(data)
+
+    def run_python(self, code: str) -> PythonScriptResult:
+        """Run a Python script in the env, at most 30 s (`POST /run_python`). A failing or timed-out
+        script is a result (`status` "error"), not an exception. Raises: EnvError otherwise."""
+        response = self._request("POST", "/run_python", json={"code": code}, ok_statuses=(500,),
+                                 timeout_s=30.0 + _MARGIN_S)
+        data = self._json(response, "/run_python")
+        if response.status_code == 500 and data.get("error") != "TimeoutExpired":
+            raise EnvError("/run_python", f"HTTP 500: {response.text[:500]}", 500)
+        return PythonScriptResult.model_validate(data)
+
+    def run_bash_script(self, script: str, timeout_s: float = 30.0,
+                        working_dir: str | None = None) -> BashScriptResult:
+        """Run a bash script in `working_dir` (default the home), at most `timeout_s` seconds
+        (`POST /run_bash_script`). A failing or timed-out script is a result, not an exception.
+        Raises: EnvError when the request is refused (no script, no such directory) or fails."""
+        body = {"script": script, "timeout": timeout_s, "working_dir": working_dir}
+        response = self._request("POST", "/run_bash_script", json=body, ok_statuses=(500,),
+                                 timeout_s=timeout_s + _MARGIN_S)
+        return BashScriptResult.model_validate(self._json(response, "/run_bash_script"))
 
     # -- files ----------------------------------------------------------------------------
     def upload_file(self, file_path: str, data: bytes) -> None:
@@ -131,19 +235,32 @@ class DesktopEnvClient:
                       files={"file_data": ("file", data)}, timeout_s=max(self.timeout_s, 120.0))
 
     def get_file(self, path: str) -> bytes | None:
-        """Bytes of `path` in the env, None when it does not exist (`POST /file`)."""
-        response = self._request("POST", "/file", data={"file_path": path}, ok_statuses=(404,),
+        """Bytes of `path` in the env, None when it does not exist or lies outside the env's sandbox
+        (`POST /file` 404 or 403; OSWorld's client also answers None for both)."""
+        response = self._request("POST", "/file", data={"file_path": path}, ok_statuses=(403, 404),
                                  timeout_s=max(self.timeout_s, 120.0))
-        return None if response.status_code == 404 else response.content
+        if response.status_code == 403:
+            log.warning("env %s refused %r: %s", self.base_url, path, response.text[:300])
+        return None if response.status_code in (403, 404) else response.content
 
     def list_directory(self, path: str) -> dict[str, Any] | None:
         """Tree `{"type": "directory", "name", "children": [...]}` of `path`, None when it is not
-        a directory (`POST /list_directory`)."""
-        response = self._request("POST", "/list_directory", json={"path": path}, ok_statuses=(400, 404))
+        a directory or lies outside the env's sandbox (`POST /list_directory` 400, 403, 404)."""
+        response = self._request("POST", "/list_directory", json={"path": path}, ok_statuses=(400, 403, 404))
         if not response.is_success:
             return None
         tree = self._json(response, "/list_directory").get("directory_tree")
         return tree if isinstance(tree, dict) else None
+
+    def download_file(self, url: str, path: str) -> None:
+        """Have the env fetch `url` into `path` (`POST /setup/download_file`). Raises: EnvError
+        (500 naming the cause) when the download fails."""
+        self._request("POST", "/setup/download_file", json={"url": url, "path": path}, timeout_s=330.0)
+
+    def change_wallpaper(self, path: str) -> None:
+        """Make the image file `path` in the env the desktop wallpaper (`POST /setup/change_wallpaper`).
+        Raises: EnvError (404 when the file does not exist)."""
+        self._request("POST", "/setup/change_wallpaper", json={"path": path})
 
     def open_file(self, path: str, timeout_s: float = 30.0) -> None:
         """Open `path` with its default application and wait up to `timeout_s` seconds for its
@@ -171,7 +288,8 @@ class DesktopEnvClient:
 
     # -- recording ------------------------------------------------------------------------
     def start_recording(self) -> None:
-        """Start a screen recording (`POST /start_recording`). Raises: EnvError (501 without ffmpeg)."""
+        """Start a screen recording (`POST /start_recording`). Raises: EnvError (400 while one
+        runs, 500 when ffmpeg fails, 501 without ffmpeg)."""
         self._request("POST", "/start_recording")
 
     def end_recording(self) -> bytes:

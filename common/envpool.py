@@ -3,22 +3,26 @@
 An env is leased by `SET keys.env_lease(id) <owner> NX PX <ttl>`; the owner renews it while it works.
 A lease whose owner died expires, and the env is free again (its next leaser resets it first, as
 `POST /reset` is idempotent). Providers only fill the registry: `local` (the launcher's envs),
-`static` (URLs or a DNS name resolving to many addresses), later `kubernetes`.
+`static` (URLs or a DNS name resolving to many addresses, re-resolved), `kubernetes` (pods); see
+`services/runner/envs/`. Each env records its flavor (`common.envflavor`), so the runner calls only
+the endpoints that flavor has. A `dedicated` env (a `kubernetes` per-rollout pod) is leased only
+by the rollout it was created for, never by `try_lease`.
 """
 
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlparse, urlunparse
+from urllib.parse import urlparse
 
 import redis
 
 from common import keys
+from common.envflavor import EnvFlavor
 
 # Release and renew only if we still own the lease (compare-and-delete / compare-and-expire).
 _RELEASE_LUA = """
@@ -35,11 +39,14 @@ class NoEnvAvailable(RuntimeError):
 
 @dataclass(frozen=True)
 class EnvInfo:
-    """A registered env pod: id, base URL of its OSWorld server, provider name."""
+    """A registered env pod: id, base URL of its OSWorld server, provider name, flavor, and whether
+    it is dedicated to one rollout (never leased from the pool)."""
 
     env_id: str
     url: str
     provider: str
+    flavor: str = EnvFlavor.DESKTOP_ENV.value
+    dedicated: bool = False
 
 
 @dataclass(frozen=True)
@@ -68,30 +75,6 @@ def env_id_for_url(url: str) -> str:
     return f"{parsed.hostname}-{parsed.port or 80}"
 
 
-def resolve_static_urls(urls: list[str]) -> list[str]:
-    """Expand each URL whose host is a DNS name into one URL per resolved IPv4 address.
-
-    This is how `static` finds compose replicas (`http://desktop_env:5000` resolves to every
-    replica). A name that does not resolve is kept as it is. Order is stable (sorted addresses).
-    """
-    expanded: list[str] = []
-    for url in urls:
-        parsed = urlparse(url)
-        host = parsed.hostname or ""
-        try:
-            infos = socket.getaddrinfo(host, parsed.port or 80, socket.AF_INET, socket.SOCK_STREAM)
-            addresses = sorted({str(info[4][0]) for info in infos})
-        except socket.gaierror:
-            addresses = []
-        if len(addresses) <= 1 or host == addresses[0]:
-            expanded.append(url)
-            continue
-        for address in addresses:
-            netloc = f"{address}:{parsed.port}" if parsed.port else address
-            expanded.append(urlunparse(parsed._replace(netloc=netloc)))
-    return expanded
-
-
 class EnvPool:
     """Registry + leases of env pods, shared by all runners through Redis."""
 
@@ -100,10 +83,13 @@ class EnvPool:
         self._release = client.register_script(_RELEASE_LUA)
         self._renew = client.register_script(_RENEW_LUA)
 
-    def register(self, url: str, provider: str, env_id: str | None = None) -> EnvInfo:
+    def register(self, url: str, provider: str, env_id: str | None = None,
+                 flavor: str = EnvFlavor.DESKTOP_ENV.value, dedicated: bool = False) -> EnvInfo:
         """Add (or update) an env in the registry and return it."""
-        info = EnvInfo(env_id=env_id or env_id_for_url(url), url=url.rstrip("/"), provider=provider)
-        self.client.hset(keys.ENV_REGISTRY, info.env_id, json.dumps({"url": info.url, "provider": provider}))
+        info = EnvInfo(env_id=env_id or env_id_for_url(url), url=url.rstrip("/"), provider=provider,
+                       flavor=str(flavor), dedicated=dedicated)
+        record = {"url": info.url, "provider": provider, "flavor": info.flavor, "dedicated": dedicated}
+        self.client.hset(keys.ENV_REGISTRY, info.env_id, json.dumps(record))
         return info
 
     def unregister(self, env_id: str) -> None:
@@ -118,7 +104,9 @@ class EnvPool:
         for env_id, value in raw.items():
             data = json.loads(value)
             name = env_id.decode() if isinstance(env_id, bytes) else env_id
-            infos.append(EnvInfo(env_id=name, url=data["url"], provider=data.get("provider", "static")))
+            infos.append(EnvInfo(env_id=name, url=data["url"], provider=data.get("provider", "static"),
+                                 flavor=data.get("flavor", EnvFlavor.DESKTOP_ENV.value),
+                                 dedicated=bool(data.get("dedicated", False))))
         return sorted(infos, key=lambda e: e.env_id)
 
     def mark_unhealthy(self, env_id: str, unhealthy: bool = True) -> None:
@@ -128,21 +116,29 @@ class EnvPool:
         else:
             self.client.srem(keys.ENV_UNHEALTHY, env_id)
 
-    def try_lease(self, owner: str, ttl_ms: int) -> Lease | None:
-        """Lease the first free healthy env, or return None when every env is taken."""
+    def try_lease(self, owner: str, ttl_ms: int, avoid: Collection[str] = (),
+                  provider: str | None = None) -> Lease | None:
+        """Lease the first free healthy env (of `provider`, when given), or return None when every
+        env is taken.
+
+        Envs whose id is in `avoid` (where an earlier attempt of the same rollout failed) are taken
+        only when no other env is free: a retry goes to a different env whenever one is free.
+        """
         unhealthy = {m.decode() for m in self.client.smembers(keys.ENV_UNHEALTHY)}  # type: ignore[union-attr]
-        for env in self.envs():
-            if env.env_id in unhealthy:
-                continue
+        healthy = [env for env in self.envs() if env.env_id not in unhealthy and not env.dedicated
+                   and (provider is None or env.provider == provider)]
+        for env in sorted(healthy, key=lambda e: e.env_id in avoid):  # stable: avoided envs last
             if self.client.set(keys.env_lease(env.env_id), owner, nx=True, px=ttl_ms):
                 return Lease(env=env, owner=owner, ttl_ms=ttl_ms)
         return None
 
-    def lease(self, owner: str, ttl_ms: int, wait_s: float, poll_s: float = 0.2) -> Lease:
-        """Lease an env, polling until one is free. Raises: NoEnvAvailable after `wait_s` seconds."""
+    def lease(self, owner: str, ttl_ms: int, wait_s: float, poll_s: float = 0.2,
+              avoid: Collection[str] = (), provider: str | None = None) -> Lease:
+        """Lease an env (of `provider` when given; preferring envs not in `avoid`, see `try_lease`),
+        polling until one is free. Raises: NoEnvAvailable after `wait_s` seconds."""
         deadline = time.monotonic() + wait_s
         while True:
-            lease = self.try_lease(owner, ttl_ms)
+            lease = self.try_lease(owner, ttl_ms, avoid, provider)
             if lease is not None:
                 return lease
             if time.monotonic() >= deadline:
@@ -152,9 +148,23 @@ class EnvPool:
                 )
             time.sleep(poll_s)
 
+    def claim(self, env_id: str, owner: str, ttl_ms: int) -> bool:
+        """Take the lease of `env_id` for `owner` (SET NX PX), registered or not; False when held."""
+        return bool(self.client.set(keys.env_lease(env_id), owner, nx=True, px=ttl_ms))
+
+    def lease_owner(self, env_id: str) -> str | None:
+        """Who holds the lease of `env_id` now, None when nobody does."""
+        owner = self.client.get(keys.env_lease(env_id))
+        return owner.decode() if isinstance(owner, bytes) else owner  # type: ignore[return-value]
+
     def renew(self, lease: Lease) -> bool:
         """Extend the lease by its TTL; False when it was lost (expired and taken by another)."""
         return bool(self._renew(keys=[keys.env_lease(lease.env.env_id)], args=[lease.owner, lease.ttl_ms]))
+
+    def owns(self, lease: Lease) -> bool:
+        """True while `lease` is still held by its owner (not expired, not taken by another)."""
+        current = self.client.get(keys.env_lease(lease.env.env_id))
+        return (current.decode() if isinstance(current, bytes) else current) == lease.owner
 
     def release(self, lease: Lease) -> None:
         """Give the env back (only if we still own the lease)."""
@@ -172,6 +182,7 @@ class EnvPool:
                     "env_id": env.env_id,
                     "url": env.url,
                     "provider": env.provider,
+                    "flavor": env.flavor,
                     "state": state,
                     "leased_by": owner.decode() if isinstance(owner, bytes) else owner,
                 }

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from common.ids import RUN_ID_MAX, RUN_ID_PATTERN, TASK_ID_MAX, TASK_ID_PATTERN
 from common.status import RolloutStatus
 
 
@@ -35,10 +36,14 @@ class ExecResult(BaseModel):
 
 
 class StepTimings(BaseModel):
-    """Milliseconds spent in the model call, the env (screenshot + execute) and the whole step."""
+    """Milliseconds spent in the model call, the env (screenshot + execute), waiting for the screen to
+    settle after the actions (`settle_ms`, see `services/runner/settle.py`; 0 when nothing ran) and
+    the whole step. `settle_capped` is true when the screen was still changing at the cap."""
 
     model_ms: float = 0.0
     env_ms: float = 0.0
+    settle_ms: float = 0.0
+    settle_capped: bool = False
     step_ms: float = 0.0
 
 
@@ -50,11 +55,12 @@ class Usage(BaseModel):
 
 
 class RolloutRef(BaseModel):
-    """Identifies a rollout and the attempt (1-based RQ try) an event belongs to."""
+    """Identifies a rollout and the attempt (1-based RQ try) an event belongs to. `run_id` and
+    `task_id` have the shapes of `common.ids` (they become object-store key segments)."""
 
-    run_id: str
-    task_id: str
-    rollout_index: int
+    run_id: str = Field(max_length=RUN_ID_MAX, pattern=RUN_ID_PATTERN)
+    task_id: str = Field(max_length=TASK_ID_MAX, pattern=TASK_ID_PATTERN)
+    rollout_index: int = Field(ge=0)
     rollout_id: str
     attempt: int = 1
 
@@ -76,6 +82,7 @@ class StepEvent(RolloutRef):
     usage: Usage = Field(default_factory=Usage)
     token_ids: list[int] | None = None
     logprobs: list[float] | None = None
+    prompt_token_ids: list[int] | None = None
 
     model_config = {"populate_by_name": True}
 
@@ -102,9 +109,13 @@ class EpisodeEvent(RolloutRef):
     model: str | None = None
     min_policy_version: str | None = None
     max_policy_version: str | None = None
+    spanned_reload: bool = False  # steps of this episode were answered by more than one model version
     domain: str | None = None
     task_config: dict[str, Any] | None = None
     final_messages: list[dict[str, Any]] | None = None
+    #: End of a scored episode: what its evaluation read, a `cua.evaluation.v1` document
+    #: (services/runner/osworld/evidence.py) whose `files` maps name -> base64 bytes; for rescoring.
+    evaluation: dict[str, Any] | None = None
 
     model_config = {"populate_by_name": True}
 

@@ -21,6 +21,8 @@ RUNS_INDEX = f"{PREFIX}:runs"
 ENV_REGISTRY = f"{PREFIX}:envs"
 #: Set of env ids whose last health check or reset failed.
 ENV_UNHEALTHY = f"{PREFIX}:envs:unhealthy"
+#: Held (SET NX PX) by the runner whose reaper runs a round, so rounds of several runners never overlap.
+REAPER_LOCK = f"{PREFIX}:reaper:lock"
 
 
 def run_meta(run_id: str) -> str:
@@ -38,6 +40,16 @@ def run_cancelled(run_id: str) -> str:
     return f"{PREFIX}:run:{run_id}:cancelled"
 
 
+def run_terminal(run_id: str) -> str:
+    """Set: rollout ids of the run whose record is terminal (a run ends when it holds every rollout)."""
+    return f"{PREFIX}:run:{run_id}:terminal"
+
+
+def run_enqueued(run_id: str) -> str:
+    """String flag set once every rollout of the run was enqueued (a crashed producer leaves it unset)."""
+    return f"{PREFIX}:run:{run_id}:enqueued"
+
+
 def idempotency(key: str) -> str:
     """String: idempotency key -> run id, so a re-submitted run maps to the first one."""
     return f"{PREFIX}:idem:{key}"
@@ -48,6 +60,65 @@ def env_lease(env_id: str) -> str:
     return f"{PREFIX}:env:{env_id}:lease"
 
 
+def sink_lock(trajectory_prefix: str) -> str:
+    """Lock (redis-py `Lock`) held by the sink writing a trajectory, so two sinks never interleave."""
+    return f"{PREFIX}:sinklock:{trajectory_prefix}"
+
+
+def job_heartbeat(job_id: str) -> str:
+    """String with a short TTL, renewed by the work-horse running the job: gone = the job's process died."""
+    return f"{PREFIX}:job:{job_id}:alive"
+
+
 def attempt_counter(rollout_id: str) -> str:
     """Integer: how many attempts a rollout has started (INCR at each start)."""
     return f"{PREFIX}:attempts:{rollout_id}"
+
+
+def run_finished(run_id: str) -> str:
+    """Stream: one entry per rollout of the run that reached a terminal status, in finishing order
+    (field `rollout_id`); the cursor of `GET /v1/runs/{run_id}/events` is an entry id of it."""
+    return f"{PREFIX}:run:{run_id}:finished"
+
+
+def run_added(run_id: str) -> str:
+    """Integer: rollouts added to an adaptive run after submission (beyond `RunMeta.total_rollouts`)."""
+    return f"{PREFIX}:run:{run_id}:added"
+
+
+def run_task_rollouts(run_id: str) -> str:
+    """Hash of an adaptive run: task id -> rollouts enqueued for it so far."""
+    return f"{PREFIX}:run:{run_id}:task_rollouts"
+
+
+def run_settled(run_id: str) -> str:
+    """Set of an adaptive run: task ids that will get no more rollouts."""
+    return f"{PREFIX}:run:{run_id}:settled"
+
+
+#: Set of adaptive run ids still adding rollouts; the producer's adaptive controller follows them.
+ADAPTIVE_RUNS = f"{PREFIX}:adaptive:runs"
+#: Lease (SET NX PX) of the producer replica that runs the adaptive controller.
+ADAPTIVE_LEADER = f"{PREFIX}:adaptive:leader"
+
+
+def adaptive_cursor(run_id: str) -> str:
+    """String: the last `run_finished` entry id the adaptive controller handled for a run."""
+    return f"{PREFIX}:adaptive:{run_id}:cursor"
+
+
+def adaptive_request(run_id: str) -> str:
+    """String: JSON of an adaptive run's request, from which the controller builds more rollouts."""
+    return f"{PREFIX}:adaptive:{run_id}:request"
+def k8s_pool_manager(namespace: str, pool: str) -> str:
+    """String with TTL: the runner id that manages the `kubernetes` warm pool `pool` of `namespace`."""
+    return f"{PREFIX}:k8s:{namespace}:{pool}:manager"
+
+
+def k8s_creations(namespace: str, window: int) -> str:
+    """Integer with TTL: pods created in `namespace` during rate-cap window number `window`."""
+    return f"{PREFIX}:k8s:{namespace}:created:{window}"
+
+
+#: Set of task ids the producer does not run (recorded `quarantined`): flaky tasks set aside.
+QUARANTINE = f"{PREFIX}:quarantine"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Protocol
@@ -20,13 +21,15 @@ class ObjectStore(Protocol):
     """Minimal object store interface used by the sink and the trajectory views."""
 
     def put(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
-        """Store `data` under `key`, replacing any previous object atomically."""
+        """Store `data` under `key`, replacing any previous object atomically.
+        Raises: ValueError when `key` is not a safe relative key (`check_key`)."""
 
     def get(self, key: str) -> bytes:
-        """Return the object's bytes. Raises: KeyError when the key does not exist."""
+        """Return the object's bytes. Raises: KeyError when the key does not exist; ValueError when
+        `key` is not a safe relative key (`check_key`)."""
 
     def list(self, prefix: str) -> list[str]:
-        """All keys that start with `prefix`, sorted."""
+        """All keys that start with `prefix`, sorted. Raises: ValueError for an unsafe prefix."""
 
     def delete(self, key: str) -> None:
         """Remove `key`; a missing key is not an error."""
@@ -34,11 +37,39 @@ class ObjectStore(Protocol):
     def describe(self) -> str:
         """Human-readable location, e.g. `/abs/dir` or `s3://bucket @ host:port`."""
 
+    def healthy(self) -> bool:
+        """True when the store answers (the sink tells an outage from an entry that cannot be written)."""
 
-def _check_key(key: str) -> str:
+
+#: One key segment: ASCII letters, digits, `_`, `.`, `-`, not starting with `.` (so never `.`, `..`, a
+#: hidden file or the local store's `.tmp-` files). No `/`, `\\`, `%`, NUL, spaces or non-ASCII.
+_SEGMENT = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*")
+#: S3's limit on key length (bytes); every segment is ASCII, so characters = bytes.
+MAX_KEY_LENGTH = 1024
+MAX_SEGMENT_LENGTH = 255
+
+
+def check_key(key: str, prefix: bool = False) -> str:
+    """`key` when it is a safe relative object key: `/`-separated segments of `_SEGMENT`, at most
+    `MAX_KEY_LENGTH` characters (segments `MAX_SEGMENT_LENGTH`). With `prefix`, the empty string and
+    a trailing `/` are allowed too (a listing prefix such as `run1/` or `run1/t_0/step_`).
+
+    Raises: ValueError naming the key and the rule it breaks (`..`, absolute, NUL, non-ASCII...).
+    """
+    if not isinstance(key, str):
+        raise ValueError(f"object key must be a string, got {type(key).__name__}")
+    if prefix and key == "":
+        return key
+    if len(key) > MAX_KEY_LENGTH:
+        raise ValueError(f"invalid object key {key[:60]!r}...: longer than {MAX_KEY_LENGTH} characters")
     parts = key.split("/")
-    if not key or key.startswith("/") or any(p in ("", ".", "..") for p in parts):
-        raise ValueError(f"invalid object key {key!r}: must be a relative path without '..'")
+    if prefix and len(parts) > 1 and parts[-1] == "":
+        parts = parts[:-1]
+    for part in parts:
+        if _SEGMENT.fullmatch(part) is None or len(part) > MAX_SEGMENT_LENGTH:
+            raise ValueError(f"invalid object key {key[:200]!r}: segment {part[:60]!r} must be 1 to "
+                             f"{MAX_SEGMENT_LENGTH} of A-Z a-z 0-9 _ . - not starting with '.' "
+                             "(a relative path without '..', '\\', '%', NUL or non-ASCII)")
     return key
 
 
@@ -49,8 +80,16 @@ class LocalDirStore:
         self.root = root.resolve()
         self.root.mkdir(parents=True, exist_ok=True)
 
+    def _path(self, key: str) -> Path:
+        """The file of `key`, checked to stay under the root even through symlinks.
+        Raises: ValueError for a bad key or one that leads outside the root."""
+        path = self.root / check_key(key)
+        if not path.resolve().is_relative_to(self.root):
+            raise ValueError(f"invalid object key {key!r}: leads outside the store (symlink)")
+        return path
+
     def put(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
-        path = self.root / _check_key(key)
+        path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
         try:
@@ -64,14 +103,20 @@ class LocalDirStore:
             raise
 
     def get(self, key: str) -> bytes:
-        path = self.root / _check_key(key)
+        path = self._path(key)
         if not path.is_file():
             raise KeyError(key)
         return path.read_bytes()
 
     def list(self, prefix: str) -> list[str]:
+        """Keys under `prefix`, walking only the directory the prefix names (not the whole store)."""
+        check_key(prefix, prefix=True)
+        directory = prefix.rsplit("/", 1)[0] if "/" in prefix else ""
+        base = self.root / directory
+        if not base.is_dir():
+            return []
         keys = []
-        for path in self.root.rglob("*"):
+        for path in base.rglob("*"):
             if path.is_file() and not path.name.startswith(".tmp-"):
                 key = path.relative_to(self.root).as_posix()
                 if key.startswith(prefix):
@@ -79,16 +124,21 @@ class LocalDirStore:
         return sorted(keys)
 
     def delete(self, key: str) -> None:
-        (self.root / _check_key(key)).unlink(missing_ok=True)
+        self._path(key).unlink(missing_ok=True)
 
     def describe(self) -> str:
         return str(self.root)
+
+    def healthy(self) -> bool:
+        return self.root.is_dir() and os.access(self.root, os.W_OK)
 
 
 class S3Store:
     """Objects in an S3 bucket through the `minio` SDK (MinIO in production, moto's server in tests).
 
-    The bucket is created when missing. Only standard S3 calls are used (no MinIO-only extensions).
+    The bucket is created when missing (two sinks creating it at once is fine). Only standard S3 calls
+    are used (no MinIO-only extensions). Timeouts: `connect_timeout_s` to connect, `read_timeout_s`
+    per read; a failed request is retried `retries` times (connection errors and 5xx), then raises.
     """
 
     def __init__(
@@ -99,21 +149,35 @@ class S3Store:
         secret_key: str,
         secure: bool = False,
         region: str = "us-east-1",
+        connect_timeout_s: float = 5.0,
+        read_timeout_s: float = 30.0,
+        retries: int = 2,
     ) -> None:
+        import urllib3
         from minio import Minio
+        from minio.error import S3Error
 
         self.bucket = bucket
         self.endpoint = endpoint
+        http = urllib3.PoolManager(
+            timeout=urllib3.Timeout(connect=connect_timeout_s, read=read_timeout_s),
+            retries=urllib3.Retry(total=retries, backoff_factor=0.2, status_forcelist=[500, 502, 503, 504]),
+            maxsize=10,
+        )
         self.client = Minio(
-            endpoint, access_key=access_key, secret_key=secret_key, secure=secure, region=region
+            endpoint, access_key=access_key, secret_key=secret_key, secure=secure, region=region, http_client=http
         )
         if not self.client.bucket_exists(bucket_name=bucket):
-            self.client.make_bucket(bucket_name=bucket)
+            try:
+                self.client.make_bucket(bucket_name=bucket)
+            except S3Error as exc:  # another sink created it first
+                if exc.code not in ("BucketAlreadyOwnedByYou", "BucketAlreadyExists"):
+                    raise
 
     def put(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
         self.client.put_object(
             bucket_name=self.bucket,
-            object_name=_check_key(key),
+            object_name=check_key(key),
             data=io.BytesIO(data),
             length=len(data),
             content_type=content_type,
@@ -123,7 +187,7 @@ class S3Store:
         from minio.error import S3Error
 
         try:
-            response = self.client.get_object(bucket_name=self.bucket, object_name=_check_key(key))
+            response = self.client.get_object(bucket_name=self.bucket, object_name=check_key(key))
         except S3Error as exc:
             if exc.code in ("NoSuchKey", "NoSuchObject"):
                 raise KeyError(key) from exc
@@ -135,14 +199,21 @@ class S3Store:
             response.release_conn()
 
     def list(self, prefix: str) -> list[str]:
-        objects = self.client.list_objects(bucket_name=self.bucket, prefix=prefix, recursive=True)
+        objects = self.client.list_objects(bucket_name=self.bucket, prefix=check_key(prefix, prefix=True),
+                                           recursive=True)
         return sorted(o.object_name for o in objects if o.object_name)
 
     def delete(self, key: str) -> None:
-        self.client.remove_object(bucket_name=self.bucket, object_name=_check_key(key))
+        self.client.remove_object(bucket_name=self.bucket, object_name=check_key(key))
 
     def describe(self) -> str:
         return f"s3://{self.bucket} @ {self.endpoint}"
+
+    def healthy(self) -> bool:
+        try:
+            return bool(self.client.bucket_exists(bucket_name=self.bucket))
+        except Exception:  # any transport or S3 failure: not healthy
+            return False
 
 
 def open_store(settings: ObjectStoreSettings | None = None) -> ObjectStore:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from common.ids import RUN_ID_MAX, RUN_ID_PATTERN, check_run_id, check_task_id
 from common.task import OSWorldTask
-
-#: Run ids: letters, digits, `-`, single `_` (no `__`, which separates parts of RQ job ids), <= 64 chars.
-RUN_ID_PATTERN = r"^[A-Za-z0-9](?:_?[A-Za-z0-9-])*_?$"
+from common.versions import min_version_for
 
 
 class Priority(StrEnum):
@@ -32,6 +31,28 @@ class SamplingParams(BaseModel):
     logprobs: bool = True
 
 
+class AdaptiveRollouts(BaseModel):
+    """Dynamic rollout number (DART, "Efficient Multi-turn RL for GUI Agents via Decoupled Training
+    and Adaptive Data Curation", 2025): each task starts with `min_rollouts`; once all of its
+    rollouts have ended, more are added `batch` at a time while its results are mixed (some success,
+    some failure), up to `max_rollouts`; a task whose rewarded rollouts all succeed or all fail
+    stops. `curriculum` names a hook registered with
+    `services.task_producer.adaptive.register_curriculum` that decides instead."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    min_rollouts: int = Field(default=2, ge=1, le=1024)
+    max_rollouts: int = Field(default=8, ge=1, le=1024)
+    batch: int = Field(default=2, ge=1, le=1024)
+    curriculum: str | None = Field(default=None, min_length=1, max_length=100)
+
+    @model_validator(mode="after")
+    def _bounds(self) -> AdaptiveRollouts:
+        if self.min_rollouts > self.max_rollouts:
+            raise ValueError(f"min_rollouts ({self.min_rollouts}) must not exceed max_rollouts ({self.max_rollouts})")
+        return self
+
+
 class RunRequest(BaseModel):
     """`POST /v1/runs` body. Every field is validated; a rejected run enqueues nothing."""
 
@@ -45,9 +66,37 @@ class RunRequest(BaseModel):
     model: str = Field(default="ui-tars-1.5-7b", min_length=1)
     sampling: SamplingParams = Field(default_factory=SamplingParams)
     policy_version: str | None = None
+    max_staleness: int | None = Field(
+        default=None, ge=0,
+        description="Accept replicas up to this many versions behind `policy_version` (sent to the gateway as "
+                    "X-Min-Policy-Version); unset: exactly `policy_version` (X-Policy-Version).")
     idempotency_key: str | None = Field(default=None, min_length=1, max_length=200)
-    run_id: str | None = Field(default=None, max_length=64, pattern=RUN_ID_PATTERN)
+    run_id: str | None = Field(default=None, max_length=RUN_ID_MAX, pattern=RUN_ID_PATTERN)
     metadata: dict[str, Any] = Field(default_factory=dict)
+    adaptive: AdaptiveRollouts | None = Field(
+        default=None,
+        description="Sample each task again only while its results are informative (replaces "
+                    "`rollouts_per_task`: starts with `min_rollouts`).",
+    )
+    on_unsupported: Literal["reject", "skip"] = Field(
+        default="reject",
+        description="A task using a setup type, getter or metric the runner does not implement: `reject` "
+                    "the whole run (422 naming task and feature, nothing enqueued) or `skip` those tasks "
+                    "(their rollouts are recorded as `unsupported` and never run).",
+    )
+
+    @property
+    def initial_rollouts(self) -> int:
+        """Rollouts per task enqueued at submission: `adaptive.min_rollouts` or `rollouts_per_task`."""
+        return self.adaptive.min_rollouts if self.adaptive else self.rollouts_per_task
+
+    @model_validator(mode="after")
+    def _staleness_needs_a_numbered_version(self) -> RunRequest:
+        if self.max_staleness is not None:
+            if self.policy_version is None:
+                raise ValueError("max_staleness needs policy_version")
+            min_version_for(self.policy_version, self.max_staleness)  # ValueError naming the problem
+        return self
 
     @model_validator(mode="after")
     def _task_ids_unique(self) -> RunRequest:
@@ -62,7 +111,7 @@ class RunRequest(BaseModel):
 class RolloutJob(BaseModel):
     """The payload of one RQ job = one rollout (task x rollout index)."""
 
-    run_id: str
+    run_id: str = Field(max_length=RUN_ID_MAX, pattern=RUN_ID_PATTERN)
     task: OSWorldTask
     rollout_index: int = Field(ge=0)
     max_steps: int
@@ -70,6 +119,7 @@ class RolloutJob(BaseModel):
     model: str
     sampling: SamplingParams
     policy_version: str | None = None
+    max_staleness: int | None = None
 
     @property
     def rollout_id(self) -> str:
@@ -100,5 +150,9 @@ def trajectory_prefix(run_id: str, task_id: str, rollout_index: int) -> str:
     """Object-store prefix of one trajectory: `{run_id}/{task_id}_{rollout_index}` (DART layout).
 
     The rollout's short id inside its run is its index, so the layout is `{task_id}_{rollout_id}`.
+    Raises: ValueError when `run_id` or `task_id` is not a valid id (`common.ids`) or the index is
+    negative, so an id can never address objects outside its run's prefix.
     """
-    return f"{run_id}/{task_id}_{rollout_index}"
+    if isinstance(rollout_index, bool) or not isinstance(rollout_index, int) or rollout_index < 0:
+        raise ValueError(f"rollout_index must be a non-negative integer, got {rollout_index!r}")
+    return f"{check_run_id(run_id)}/{check_task_id(task_id)}_{rollout_index}"

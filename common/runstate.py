@@ -12,7 +12,42 @@ import redis
 from pydantic import BaseModel, Field
 
 from common import keys
+from common.run import AdaptiveRollouts
 from common.status import RolloutStatus
+
+#: Default lifetime (s) of a finished run's keys (`RUN_TTL_S` overrides it through the settings).
+DEFAULT_RUN_TTL_S = 7 * 24 * 3600
+
+# Write a rollout record unless a newer attempt's record is already there; keep the set of terminal
+# rollouts; when it holds every rollout of the run, give every per-run key a TTL.
+# KEYS: results, terminal set, meta, cancelled flag, enqueued flag, the rollout's attempt counter.
+# ARGV: rollout id, record JSON, attempt, 1 if terminal, ttl (s). Returns 1 written, 0 dropped (stale).
+_RECORD_LUA = """
+local old = redis.call('hget', KEYS[1], ARGV[1])
+if old then
+  local ok, prev = pcall(cjson.decode, old)
+  if ok and tonumber(prev['attempt'] or 0) > tonumber(ARGV[3]) then return 0 end
+end
+redis.call('hset', KEYS[1], ARGV[1], ARGV[2])
+if ARGV[4] == '1' then
+  if redis.call('sadd', KEYS[2], ARGV[1]) == 1 then
+    redis.call('xadd', KEYS[7], '*', 'rollout_id', ARGV[1])
+  end
+  redis.call('expire', KEYS[6], ARGV[5])
+  local meta = redis.call('get', KEYS[3])
+  if meta then
+    local total = tonumber(cjson.decode(meta)['total_rollouts'] or 0) + tonumber(redis.call('get', KEYS[8]) or 0)
+    if redis.call('scard', KEYS[2]) >= total then
+      for _, i in ipairs({1, 2, 3, 4, 5, 7, 8}) do redis.call('expire', KEYS[i], ARGV[5]) end
+    end
+  end
+else
+  redis.call('srem', KEYS[2], ARGV[1])
+  redis.call('persist', KEYS[1])
+  redis.call('persist', KEYS[3])
+end
+return 1
+"""
 
 
 class RolloutRecord(BaseModel):
@@ -37,6 +72,10 @@ class RolloutRecord(BaseModel):
     duration_ms: float | None = None
     model_ms: float = 0.0
     env_ms: float = 0.0
+    #: The episode's timings (ms): total_ms, setup_ms, eval_ms, model_ms, env_ms, settle_ms.
+    timings: dict[str, float] = Field(default_factory=dict)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
     trajectory: str | None = None
 
 
@@ -55,6 +94,7 @@ class RunMeta(BaseModel):
     task_ids: list[str]
     domains: dict[str, str] = Field(default_factory=dict)
     cancelled: bool = False
+    adaptive: AdaptiveRollouts | None = None
 
 
 class RunSummary(BaseModel):
@@ -75,11 +115,13 @@ class RunSummary(BaseModel):
     rollouts: list[RolloutRecord] = Field(default_factory=list)
 
 
-def save_run_meta(client: redis.Redis, meta: RunMeta) -> None:
-    """Store the run's metadata and index it by creation time."""
+def save_run_meta(client: redis.Redis, meta: RunMeta, ttl_s: int = DEFAULT_RUN_TTL_S) -> None:
+    """Store the run's metadata (keeping its TTL if it has one) and index it by creation time; runs
+    created more than `ttl_s` seconds ago leave the index (their keys have expired or will)."""
     pipe = client.pipeline()
-    pipe.set(keys.run_meta(meta.run_id), meta.model_dump_json())
+    pipe.set(keys.run_meta(meta.run_id), meta.model_dump_json(), keepttl=True)
     pipe.zadd(keys.RUNS_INDEX, {meta.run_id: meta.created_at})
+    pipe.zremrangebyscore(keys.RUNS_INDEX, "-inf", meta.created_at - ttl_s)
     pipe.execute()
 
 
@@ -89,9 +131,53 @@ def load_run_meta(client: redis.Redis, run_id: str) -> RunMeta | None:
     return RunMeta.model_validate_json(raw) if raw else None
 
 
-def record_rollout(client: redis.Redis, record: RolloutRecord) -> None:
-    """Store the rollout's latest state (overwrites the previous record of the same rollout)."""
-    client.hset(keys.run_results(record.run_id), record.rollout_id, record.model_dump_json())
+def record_rollout(client: redis.Redis, record: RolloutRecord, ttl_s: int = DEFAULT_RUN_TTL_S) -> bool:
+    """Store the rollout's latest state, atomically (one Lua script), unless the stored record is of a
+    newer attempt (a late older attempt never overwrites it). Returns False when dropped as stale.
+
+    A terminal record adds the rollout to the run's terminal set (the first time, it is also
+    announced on the run's `keys.run_finished` stream) and gives its attempt counter a TTL; once
+    that set holds the run's rollouts (`total_rollouts` plus those an adaptive run added), every key
+    of the run (meta, results, terminal set, cancelled and enqueued flags, finished stream, added
+    count) expires `ttl_s` seconds later. A non-terminal record (a retry) undoes both.
+    """
+    run_id = record.run_id
+    script = client.register_script(_RECORD_LUA)
+    written = script(
+        keys=[keys.run_results(run_id), keys.run_terminal(run_id), keys.run_meta(run_id),
+              keys.run_cancelled(run_id), keys.run_enqueued(run_id), keys.attempt_counter(record.rollout_id),
+              keys.run_finished(run_id), keys.run_added(run_id)],
+        args=[record.rollout_id, record.model_dump_json(), record.attempt, 1 if record.status.is_terminal else 0,
+              ttl_s],
+    )
+    return bool(written)
+
+
+def load_rollout(client: redis.Redis, run_id: str, rollout_id: str) -> RolloutRecord | None:
+    """One rollout's latest record, or None when it has none yet."""
+    raw: Any = client.hget(keys.run_results(run_id), rollout_id)
+    return RolloutRecord.model_validate_json(raw) if raw else None
+
+
+def read_finished(client: redis.Redis, run_id: str, cursor: str = "0-0", count: int = 100,
+                  block_ms: int | None = None) -> list[tuple[str, RolloutRecord]]:
+    """Rollouts of `run_id` that finished after `cursor` (a `keys.run_finished` entry id; "0-0" =
+    from the start), in finishing order, as (entry id, current record); waits up to `block_ms`
+    for the first one when given.
+    """
+    reply: Any = client.xread({keys.run_finished(run_id): cursor}, count=count, block=block_ms)
+    if not reply:
+        return []
+    entries = reply[0][1]
+    ids = [fields[b"rollout_id"].decode() if b"rollout_id" in fields else fields["rollout_id"]
+           for _, fields in entries]
+    raw: list[Any] = client.hmget(keys.run_results(run_id), ids) if ids else []  # type: ignore[assignment]
+    out = []
+    for (entry_id, _), data in zip(entries, raw, strict=True):
+        if data is not None:
+            out.append((entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id),
+                        RolloutRecord.model_validate_json(data)))
+    return out
 
 
 def load_rollouts(client: redis.Redis, run_id: str) -> dict[str, RolloutRecord]:
@@ -111,14 +197,16 @@ def summarize_run(client: redis.Redis, run_id: str, include_rollouts: bool = Fal
     """Summary of a run; rollouts with no record yet count as `queued`. None if the run is unknown.
 
     success_rate = fraction of rewarded rollouts (completed/agent_fail/truncated) with reward >= 1;
-    infrastructure failures are not counted against the policy.
+    rollouts without a reward (infrastructure failures, `unsupported`, `setup_error`, `eval_error`,
+    `runner_error`, `parse_error`, `cancelled`) are not counted in it, but are `done` (terminal).
     """
     meta = load_run_meta(client, run_id)
     if meta is None:
         return None
     records = load_rollouts(client, run_id)
     counts: Counter[str] = Counter(r.status.value for r in records.values())
-    unrecorded = meta.total_rollouts - len(records)
+    total = meta.total_rollouts + int(client.get(keys.run_added(run_id)) or 0)  # type: ignore[arg-type]
+    unrecorded = total - len(records)
     if unrecorded > 0:
         counts[RolloutStatus.QUEUED.value] += unrecorded
     terminal = [r for r in records.values() if r.status.is_terminal]
@@ -127,7 +215,7 @@ def summarize_run(client: redis.Redis, run_id: str, include_rollouts: bool = Fal
     return RunSummary(
         run_id=run_id,
         created_at=meta.created_at,
-        total=meta.total_rollouts,
+        total=total,
         counts=dict(counts),
         done=len(terminal),
         success_rate=_mean([1.0 if r >= 1.0 else 0.0 for r in rewards]),
@@ -136,11 +224,16 @@ def summarize_run(client: redis.Redis, run_id: str, include_rollouts: bool = Fal
         mean_model_ms=_mean([r.model_ms for r in terminal]),
         mean_env_ms=_mean([r.env_ms for r in terminal]),
         cancelled=meta.cancelled or bool(client.exists(keys.run_cancelled(run_id))),
-        finished=len(terminal) >= meta.total_rollouts,
+        finished=len(terminal) >= total and (meta.adaptive is None or _all_settled(client, meta)),
         rollouts=sorted(records.values(), key=lambda r: (r.task_id, r.rollout_index))
         if include_rollouts
         else [],
     )
+
+
+def _all_settled(client: redis.Redis, meta: RunMeta) -> bool:
+    """An adaptive run ends only once every task is settled (no more rollouts will be added)."""
+    return int(client.scard(keys.run_settled(meta.run_id))) >= len(meta.task_ids)  # type: ignore[arg-type]
 
 
 def list_run_ids(client: redis.Redis, limit: int = 100) -> list[str]:

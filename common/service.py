@@ -10,6 +10,8 @@ import redis
 from fastapi import FastAPI, Response
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
 from prometheus_client import start_http_server as _start_metrics_server
+from redis.backoff import ExponentialBackoff
+from redis.retry import Retry
 
 
 def setup_logging(level: str = "INFO") -> None:
@@ -20,8 +22,14 @@ def setup_logging(level: str = "INFO") -> None:
     )
 
 
+#: Retries of a Redis command after a connection error, with backoff 0.1 s doubling to 1 s: about 12 s,
+#: so a Redis restart (AOF reload) is ridden out instead of failing the caller.
+REDIS_CONNECTION_RETRIES = 15
+
+
 def redis_client(url: str, decode_responses: bool = False, socket_timeout_s: float | None = 30.0) -> redis.Redis:
-    """A Redis client with explicit timeouts (never library defaults): 5 s connect, 30 s socket.
+    """A Redis client with explicit timeouts (never library defaults): 5 s connect, 30 s socket, and
+    `REDIS_CONNECTION_RETRIES` retries on connection errors (a restart), never on timeouts.
 
     Pass `socket_timeout_s=None` for connections that block on purpose (RQ's BLPOP dequeue).
     """
@@ -31,6 +39,8 @@ def redis_client(url: str, decode_responses: bool = False, socket_timeout_s: flo
         socket_connect_timeout=5,
         socket_timeout=socket_timeout_s,
         health_check_interval=30,
+        retry=Retry(ExponentialBackoff(cap=1.0, base=0.1), REDIS_CONNECTION_RETRIES),
+        retry_on_error=[redis.ConnectionError],
     )
 
 
@@ -55,13 +65,16 @@ def add_health_and_metrics(
         return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
 
-def start_metrics_port(port: int, addr: str = "0.0.0.0") -> None:
-    """Serve Prometheus `/metrics` on a small side port (runner and sink, which have no HTTP API).
-
-    Port 0 disables it. Runs in a daemon thread.
+def start_metrics_port(port: int, addr: str = "0.0.0.0", registry: CollectorRegistry = REGISTRY) -> None:
+    """Serve Prometheus `/metrics` of `registry` on a small side port (runner and sink, which have no
+    HTTP API). Port 0 disables it. Runs in a daemon thread. A port in use is logged, not fatal (a
+    restarted runner whose killed predecessor left an RQ scheduler child holding it keeps working).
     """
     if port:
-        _start_metrics_server(port, addr=addr)
+        try:
+            _start_metrics_server(port, addr=addr, registry=registry)
+        except OSError as exc:  # e.g. still held by an orphan of a killed predecessor: serve without metrics
+            logging.getLogger(__name__).error("metrics port %d unavailable (%s): no /metrics", port, exc)
 
 
 def run_in_thread(target: Callable[[], None], name: str) -> threading.Thread:

@@ -26,6 +26,8 @@ class ServiceSettings(BaseSettings):
 
     redis_url: str = unprefixed("REDIS_URL", "redis://127.0.0.1:6379/0")  # type: ignore[assignment]
     log_level: str = unprefixed("LOG_LEVEL", "INFO")  # type: ignore[assignment]
+    #: Seconds a run's Redis keys live after its last rollout ends (and an idempotency key after it is set).
+    run_ttl_s: int = unprefixed("RUN_TTL_S", 7 * 24 * 3600)  # type: ignore[assignment]
 
 
 class ObjectStoreSettings(BaseSettings):

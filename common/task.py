@@ -6,10 +6,13 @@ Format: xlang-ai/OSWorld `evaluation_examples/examples/<domain>/<id>.json`.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from common.ids import TASK_ID_MAX, TASK_ID_PATTERN
 
 
 class SetupStep(BaseModel):
@@ -54,13 +57,14 @@ class OSWorldTask(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     # Letters, digits, `_`, `-` (all OSWorld ids are UUIDs): the id is part of RQ job ids and object keys.
-    id: str = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+    id: str = Field(min_length=1, max_length=TASK_ID_MAX, pattern=TASK_ID_PATTERN)
     instruction: str = Field(min_length=1)
     config: list[SetupStep] = Field(default_factory=list)
     evaluator: EvaluatorConfig
     snapshot: str | None = None
     related_apps: list[str] | None = None
-    source: str | None = None
+    # OSWorld writes one URL, or a list of them (vs_code/ea98c5d7-...): both kept as written.
+    source: str | list[str] | None = None
     domain: str | None = None
 
     @property
@@ -96,39 +100,96 @@ def load_task_file(path: Path, domain: str | None = None) -> OSWorldTask:
         raise ValueError(f"{path}: invalid OSWorld task: {exc}") from exc
 
 
-def load_tasks(path: Path) -> list[OSWorldTask]:
+@dataclass(frozen=True)
+class InvalidTask:
+    """A task of an index or directory that cannot be loaded: `path` (file or index entry) and `reason`."""
+
+    path: str
+    reason: str
+
+
+@dataclass
+class LoadedTasks:
+    """What `load_task_set` found: the valid `tasks`, in index order, and the `invalid` ones."""
+
+    tasks: list[OSWorldTask] = field(default_factory=list)
+    invalid: list[InvalidTask] = field(default_factory=list)
+
+
+class InvalidTasks(ValueError):
+    """Some tasks of a set cannot be loaded; `invalid` lists each with its path and reason."""
+
+    def __init__(self, source: Path, invalid: list[InvalidTask]) -> None:
+        lines = "\n".join(f"  {item.path}: {item.reason}" for item in invalid)
+        super().__init__(f"{source}: {len(invalid)} invalid task(s):\n{lines}")
+        self.invalid = invalid
+
+
+def load_tasks(path: Path, skip_invalid: bool = False) -> list[OSWorldTask]:
     """Load tasks from a task file, a directory of them, or an OSWorld `test_all.json` index.
+
+    Raises: ValueError naming the file when it cannot be read; InvalidTasks (a ValueError) listing
+    every invalid task with its path and reason, unless `skip_invalid` (see `load_task_set` to get
+    the skipped ones too).
+    """
+    loaded = load_task_set(path)
+    if loaded.invalid and not skip_invalid:
+        raise InvalidTasks(path, loaded.invalid)
+    if not loaded.tasks:
+        raise ValueError(f"{path}: no valid task found")
+    return loaded.tasks
+
+
+def load_task_set(path: Path) -> LoadedTasks:
+    """Every task of a task file, a directory of them, or an OSWorld index, valid or not.
 
     An index is `{domain: [task_id, ...]}`; its tasks are read from `<dir>/examples/<domain>/<id>.json`
     or `<dir>/<domain>/<id>.json` next to the index. A directory is searched recursively for `*.json`
     (files named `test_*.json` and `scripts` directories are skipped); the parent directory name is
-    used as the domain when the task has none.
-    Raises: ValueError naming the file or index entry at fault.
+    used as the domain when the task has none. One bad task never hides the others: each is reported
+    in `invalid` with its path and reason.
+    Raises: ValueError when `path` itself cannot be read, is not JSON, or a directory holds no task.
     """
     if path.is_dir():
-        tasks = []
-        for file in sorted(path.rglob("*.json")):
-            if file.name.startswith("test_") or "scripts" in file.relative_to(path).parts:
-                continue
-            domain = file.parent.name if file.parent != path else None
-            tasks.append(load_task_file(file, domain=domain))
-        if not tasks:
+        files = [f for f in sorted(path.rglob("*.json"))
+                 if not f.name.startswith("test_") and "scripts" not in f.relative_to(path).parts]
+        if not files:
             raise ValueError(f"{path}: no task JSON files found")
-        return tasks
-    raw = json.loads(path.read_text())
-    if isinstance(raw, dict) and "instruction" not in raw and all(isinstance(v, list) for v in raw.values()):
+        return _load_files([(f, f.parent.name if f.parent != path else None) for f in files])
+    try:
+        raw = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: cannot read task JSON: {exc}") from exc
+    if isinstance(raw, dict) and "instruction" not in raw and raw and all(isinstance(v, list) for v in raw.values()):
         return _load_index(path, raw)
-    return [load_task_file(path)]
+    return _load_files([(path, None)])
 
 
-def _load_index(index_path: Path, index: dict[str, list[str]]) -> list[OSWorldTask]:
+def _load_files(files: list[tuple[Path, str | None]]) -> LoadedTasks:
+    loaded = LoadedTasks()
+    for file, domain in files:
+        try:
+            loaded.tasks.append(load_task_file(file, domain=domain))
+        except ValueError as exc:
+            loaded.invalid.append(InvalidTask(str(file), str(exc).removeprefix(f"{file}: ")))
+    return loaded
+
+
+def _load_index(index_path: Path, index: dict[str, list[Any]]) -> LoadedTasks:
     base = index_path.parent
-    tasks = []
+    loaded = LoadedTasks()
     for domain, ids in index.items():
         for task_id in ids:
+            if not isinstance(task_id, str):
+                reason = f"task id must be a string, got {task_id!r}"
+                loaded.invalid.append(InvalidTask(f"{index_path}:{domain}", reason))
+                continue
             candidates = [base / "examples" / domain / f"{task_id}.json", base / domain / f"{task_id}.json"]
             found = next((c for c in candidates if c.exists()), None)
             if found is None:
-                raise ValueError(f"{index_path}: task {domain}/{task_id} not found under {base}")
-            tasks.append(load_task_file(found, domain=domain))
-    return tasks
+                loaded.invalid.append(InvalidTask(f"{domain}/{task_id}", f"not found under {base}"))
+                continue
+            part = _load_files([(found, domain)])
+            loaded.tasks += part.tasks
+            loaded.invalid += part.invalid
+    return loaded

@@ -49,3 +49,15 @@ def test_tables_show_full_task_ids_and_success_rate_per_domain() -> None:
     domains = _render(domain_table(run))
     rows = {line.split("│")[1].strip(): line for line in domains.splitlines() if line.count("│") >= 4}
     assert "100.0%" in rows["files"] and "50.0%" in rows["os"] and "66.7%" in rows["all"]
+
+
+def test_domain_table_counts_rollouts_left_out_of_the_rate_by_status() -> None:
+    run = {"run_id": "run-x", "rollouts": [
+        _rollout("os-a", "os", "completed", 1.0), _rollout("os-b", "os", "unsupported", None),
+        _rollout("os-b", "os", "unsupported", None, index=1), _rollout("files-c", "files", "runner_error", None),
+        _rollout("files-d", "files", "running", None)]}
+    rows = {line.split("│")[1].strip(): line for line in _render(domain_table(run)).splitlines()
+            if line.count("│") >= 5}
+    assert "100.0%" in rows["os"] and "2 unsupported" in rows["os"]
+    assert "1 runner_error" in rows["files"] and "running" not in rows["files"]
+    assert "100.0%" in rows["all"] and "1 runner_error, 2 unsupported" in rows["all"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import compose
 
@@ -49,3 +50,54 @@ def test_redis_runs_with_aof_and_noeviction() -> None:
     command = " ".join(config["services"]["redis"]["command"])
     assert "--appendonly yes" in command and "--appendfsync everysec" in command
     assert "--maxmemory-policy noeviction" in command
+
+
+def _config(*profiles: str) -> dict[str, Any]:
+    args = [arg for profile in profiles for arg in ("--profile", profile)]
+    result = _compose(*args, "config", "--format", "json")
+    assert result.returncode == 0, result.stderr
+    return dict(json.loads(result.stdout))
+
+
+def test_compose_with_the_gpu_profile_is_valid() -> None:
+    result = _compose("--profile", "gpu", "config", "--quiet")
+    assert result.returncode == 0, result.stderr
+    assert "vllm" in _config("gpu")["services"] and "vllm" not in _config()["services"]
+
+
+def test_every_service_is_health_checked_and_started_in_order() -> None:
+    """Long-running services have a healthcheck; one-shot ones (restart "no") are awaited with
+    `service_completed_successfully`; every dependency waits on a condition that needs more than
+    a started container."""
+    for profiles in ((), ("gpu",)):
+        services = _config(*profiles)["services"]
+        one_shot = {name for name, s in services.items() if s.get("restart") == "no"}
+        assert one_shot == {"minio-init"}
+        for name, service in services.items():
+            if name not in one_shot:
+                assert "healthcheck" in service and not service["healthcheck"].get("disable"), name
+            for dependency, rule in (service.get("depends_on") or {}).items():
+                expected = "service_completed_successfully" if dependency in one_shot else "service_healthy"
+                assert rule["condition"] == expected, (name, dependency)
+        for leaf in ("redis", "minio", "desktop_env", "policy"):
+            assert not services[leaf].get("depends_on"), leaf
+        assert set(services["runner"]["depends_on"]) == {"redis", "gateway", "desktop_env"}
+        assert set(services["sink"]["depends_on"]) == {"redis", "minio-init"}
+        assert set(services["producer"]["depends_on"]) == {"redis", "minio-init"}
+
+
+def test_minio_init_creates_the_bucket_the_services_write_to() -> None:
+    services = _config()["services"]
+    script = " ".join(services["minio-init"]["command"])
+    for name in ("sink", "producer"):
+        bucket = services[name]["environment"]["STORE_URL"].removeprefix("s3://")
+        assert f"mc mb --ignore-existing cua/{bucket}" in script, name
+    assert services["minio-init"]["depends_on"]["minio"]["condition"] == "service_healthy"
+
+
+def test_compose_rejects_a_dependency_on_a_missing_service(tmp_path: Path) -> None:
+    broken = tmp_path / "docker-compose.yml"
+    broken.write_text("services:\n  a:\n    image: x\n    depends_on:\n      b: {condition: service_healthy}\n")
+    result = subprocess.run([str(COMPOSE_BIN), "-f", str(broken), "config", "--quiet"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0 and "b" in result.stderr

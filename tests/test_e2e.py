@@ -2,8 +2,9 @@
 
 Every component is real and talks over real HTTP/Redis: a private redis-server, Xvfb desktops, two
 scripted-policy replicas (the vLLM stand-in: no GPU here), the gateway, two forking RQ workers, the
-sink writing to moto's S3 server (the MinIO stand-in). Tasks: three examples (one with a deliberately
-wrong script) and three real OSWorld tasks from ../shared/osworld_tasks.
+sink writing to moto's S3 server (the MinIO stand-in). Tasks: four shell examples (one with a
+deliberately wrong script), four driving real apps (LibreOffice Calc and Writer, Chrome, VLC) and
+three real OSWorld tasks from ../shared/osworld_tasks.
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_TASKS = ROOT.parent / "shared" / "osworld_tasks"
-EXAMPLE_IDS = ["os-make-notes-dir", "os-todo-wrong-name", "files-upload-to-drive", "os-hello-file"]
+EXAMPLE_IDS = ["os-make-notes-dir", "os-todo-wrong-name", "files-upload-to-drive", "os-hello-file",
+               # real apps, their files from examples/fixtures through the runners' URL cache
+               "calc-total-row", "writer-sign-draft", "chrome-bookmark-page", "vlc-pause-video"]
 OSWORLD_FILES = [
     "os__e0df059f-28a6-4169-924f-b9623e7184cc.json",
     "os__4783cc41-c03c-4e1b-89b4-50658f642bd5.json",
@@ -76,6 +79,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory, s3_endpoint: str) -> Iterato
         runners=2,
         replicas=2,
         max_infra_retries=1,
+        fixtures_dir=ROOT / "examples" / "fixtures",
         extra_env={"S3_ENDPOINT": s3_endpoint, "S3_ACCESS_KEY": "testing", "S3_SECRET_KEY": "testing",
                    "PRODUCER_RETRY_INTERVALS_S": "[0]"},
     )
@@ -141,15 +145,18 @@ def _wait_finished(client: httpx.Client, run_id: str) -> dict[str, Any]:
     return wait_until(finished, 240, f"run {run_id} to finish", interval_s=0.5)
 
 
-def test_failure_statuses_and_infra_retries(stack: LocalStack) -> None:
+def test_failure_statuses(stack: LocalStack) -> None:
     tasks = [
         _failure_task("gibberish", "Answer in gibberish forever"),
         _failure_task("idle", "Keep pressing shift"),
         _failure_task("no-script", "A task nobody scripted"),
-        _failure_task("bad-setup", "Keep pressing shift", config=[{"type": "googledrive", "parameters": {}}]),
+        _failure_task("bad-setup", "Keep pressing shift", config=[{"type": "teleport", "parameters": {}}]),
     ]
     client = httpx.Client(base_url=stack.producer_url, timeout=10)
-    response = client.post("/v1/runs", json={"tasks": tasks, "max_steps": 3, "run_id": "e2e-fail"})
+    rejected = client.post("/v1/runs", json={"tasks": tasks, "max_steps": 3, "run_id": "e2e-fail"})
+    assert rejected.status_code == 422 and "unsupported setup type 'teleport'" in rejected.json()["error"]
+    response = client.post("/v1/runs", json={"tasks": tasks, "max_steps": 3, "run_id": "e2e-fail",
+                                             "on_unsupported": "skip"})
     assert response.status_code == 201, response.text
     run = _wait_finished(client, "e2e-fail")
     by_task = {r["task_id"]: r for r in run["rollouts"]}
@@ -159,9 +166,9 @@ def test_failure_statuses_and_infra_retries(stack: LocalStack) -> None:
     assert by_task["idle"]["reward"] == 0.0  # infeasible task, no FAIL: evaluated, no forced failure
     assert (by_task["no-script"]["status"], by_task["no-script"]["reward"]) == ("agent_fail", 1.0)
     bad = by_task["bad-setup"]
-    assert bad["status"] == "env_init_failed" and bad["reward"] is None
-    assert "googledrive" in bad["error"] and bad["attempt"] == 2  # retried once on a fresh env
-    assert run["success_rate"] == pytest.approx(1 / 2)  # infra failure not counted; parse_error has no reward
+    assert bad["status"] == "unsupported" and bad["reward"] is None and bad["num_steps"] == 0
+    assert "teleport" in bad["error"]  # recorded by the producer, never run
+    assert run["success_rate"] == pytest.approx(1 / 2)  # unsupported and parse_error have no reward
     envs = client.get("/v1/envs").json()
     wait_until(lambda: client.get("/v1/envs").json()["idle"] == envs["total"], 20, "every env released")
 
@@ -185,6 +192,26 @@ def test_cli_submit_and_stats(stack: LocalStack, tmp_path: Path) -> None:
     bad = subprocess.run([sys.executable, "-m", "services.cli", "submit", str(tmp_path), "--producer",
                           stack.producer_url], capture_output=True, text=True, env=env, timeout=60)
     assert bad.returncode == 2 and "no task JSON files found" in bad.stderr
+
+
+FAST_TASKS = sorted((ROOT / "examples" / "tasks" / "fast").glob("*.json"))
+
+
+def test_fast_policy_without_wait_after_opening_a_window(stack: LocalStack) -> None:
+    """Zero-latency scripted replies that type right after opening (or closing) a terminal: with the
+    default settings, the runner waits for the screen to settle after each action, so every rollout
+    ends as its script expects."""
+    tasks = [load_task_file(path) for path in FAST_TASKS]
+    assert len(tasks) >= 4 and all("wait()" not in json.dumps(json.loads(
+        (ROOT / "examples" / "scripts" / f"{t.id}.json").read_text())["replies"]) for t in tasks)
+    client = httpx.Client(base_url=stack.producer_url, timeout=10)
+    response = client.post("/v1/runs", json={"tasks": [t.to_json_dict() for t in tasks], "rollouts_per_task": 3,
+                                             "max_steps": 10, "run_id": "e2e-fast"})
+    assert response.status_code == 201, response.text
+    run = _wait_finished(client, "e2e-fast")
+    outcomes = [(r["task_id"], r["rollout_index"], r["status"], r["reward"]) for r in run["rollouts"]]
+    assert all((status, reward) == ("completed", 1.0) for _, _, status, reward in outcomes), outcomes
+    assert len(outcomes) == 3 * len(tasks)
 
 
 def _descendants(pid: int) -> set[int]:

@@ -7,7 +7,7 @@ import time
 import pytest
 import redis
 
-from common.envpool import EnvPool, LeaseKeeper, NoEnvAvailable, resolve_static_urls
+from common.envpool import EnvPool, LeaseKeeper, NoEnvAvailable
 from common.polling import wait_until
 
 
@@ -62,8 +62,10 @@ def test_unhealthy_envs_are_not_leased_and_wait_times_out(pool: EnvPool) -> None
     assert pool.lease("runner", 1000, wait_s=1).env.env_id == env.env_id
 
 
-def test_static_urls_resolve_names_and_keep_ips() -> None:
-    assert resolve_static_urls(["http://127.0.0.1:5000"]) == ["http://127.0.0.1:5000"]
-    assert resolve_static_urls(["http://localhost:5000"]) == ["http://localhost:5000"] or \
-        resolve_static_urls(["http://localhost:5000"])[0].endswith(":5000")
-    assert resolve_static_urls(["http://no-such-host.invalid:5000"]) == ["http://no-such-host.invalid:5000"]
+def test_lease_prefers_envs_not_avoided_and_falls_back_to_them(pool: EnvPool) -> None:
+    first = pool.register("http://127.0.0.1:5001", "static")
+    second = pool.register("http://127.0.0.1:5002", "static")
+    retry = pool.try_lease("rollout-a#2", 10_000, avoid={first.env_id})
+    assert retry is not None and retry.env == second  # the env of the failed attempt is passed over
+    fallback = pool.lease("rollout-b#2", 10_000, wait_s=1, avoid={first.env_id})
+    assert fallback.env == first  # the only free env, avoided or not: no waiting for another one

@@ -53,6 +53,10 @@ class FakeEnv:
     terminal_text: str = ""
     tree: dict[str, Any] = field(default_factory=lambda: {"name": "d", "type": "directory", "children": []})
     screen: tuple[int, int] = (1920, 1080)
+    host: str = "127.0.0.1"
+    a11y_xml: str = ""
+    window_sizes: dict[str, dict[str, int]] = field(default_factory=dict)
+    wallpaper_bytes: bytes | None = None
     fail_with: Exception | None = None
     calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = field(default_factory=list)
 
@@ -109,6 +113,18 @@ class FakeEnv:
     def screen_size(self) -> tuple[int, int]:
         self._record("screen_size")
         return self.screen
+
+    def accessibility(self) -> str:
+        self._record("accessibility")
+        return self.a11y_xml
+
+    def window_size(self, app_class_name: str) -> dict[str, int] | None:
+        self._record("window_size", app_class_name)
+        return self.window_sizes.get(app_class_name)
+
+    def wallpaper(self) -> bytes | None:
+        self._record("wallpaper")
+        return self.wallpaper_bytes
 
 
 @dataclass
@@ -440,13 +456,13 @@ def test_unsupported_type_names_the_type_and_stops_there(tmp_path: Path) -> None
         run_setup(
             steps(
                 ("execute", {"command": "echo first"}),
-                ("googledrive", {"settings_file": "x"}),
+                ("teleport", {"to": "x"}),
                 ("execute", {"command": "echo never"}),
             ),
             env,
             make_ctx(tmp_path),
         )
-    assert "'googledrive'" in str(info.value)
+    assert "'teleport'" in str(info.value)
     assert "step 2" in str(info.value)
     assert isinstance(info.value, RuntimeError)
     assert [args[0] for args, _ in env.named("setup_execute")] == ["echo first"]
@@ -473,20 +489,21 @@ def test_unsupported_features_names_setup_getter_and_metric_types() -> None:
         {
             "id": "t",
             "instruction": "x",
-            "config": [{"type": "googledrive", "parameters": {}}, {"type": "execute", "parameters": {"command": "x"}}],
+            "config": [{"type": "no_such_setup", "parameters": {}},
+                       {"type": "execute", "parameters": {"command": "x"}}],
             "evaluator": {
-                "postconfig": [{"type": "chrome_open_tabs", "parameters": {}}],
-                "func": ["compare_pptx_files", "exact_match"],
-                "result": [{"type": "vm_file", "path": "a", "dest": "a"}, {"type": "accessibility_tree"}],
+                "postconfig": [{"type": "no_such_step", "parameters": {}}],
+                "func": ["no_such_metric", "exact_match"],
+                "result": [{"type": "vm_file", "path": "a", "dest": "a"}, {"type": "no_such_getter"}],
                 "expected": [{"type": "rule", "rules": {}}, {}],
             },
         }
     )
     assert unsupported_features(task) == [
-        "setup type 'googledrive'",
-        "postconfig setup type 'chrome_open_tabs'",
-        "metric 'compare_pptx_files'",
-        "getter type 'accessibility_tree'",
+        "setup type 'no_such_setup'",
+        "postconfig setup type 'no_such_step'",
+        "metric 'no_such_metric'",
+        "getter type 'no_such_getter'",
     ]
 
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
 import pytest
 import redis
 from rq import Queue
+from rq.job import Job
+from rq.scheduler import RQScheduler
 
 from common import keys
 from common.envpool import EnvPool
@@ -137,3 +140,67 @@ def test_health_and_metrics(producer: httpx.Client) -> None:
     assert producer.get("/healthz").json()["status"] == "ok"
     producer.post("/v1/runs", json={"tasks": [_task("a")]})
     assert "cua_producer_rollouts_enqueued_total" in producer.get("/metrics").text
+
+
+UNSUPPORTED_SETUP = [{"type": "teleport", "parameters": {}}]
+UNSUPPORTED_EVALUATOR = {"func": "no_such_metric", "result": {"type": "no_such_getter"}}
+
+
+def test_task_with_unsupported_features_is_rejected_naming_task_and_feature(
+        producer: httpx.Client, redis_url: str) -> None:
+    tasks = [_task("fine"), _task("drive", config=UNSUPPORTED_SETUP),
+             _task("checker", evaluator=UNSUPPORTED_EVALUATOR)]
+    response = producer.post("/v1/runs", json={"tasks": tasks, "rollouts_per_task": 2, "run_id": "run-unsup"})
+    assert response.status_code == 422, response.text
+    error = response.json()["error"]
+    assert "tasks.1 ('drive'): unsupported setup type 'teleport'" in error
+    assert "tasks.2 ('checker'): unsupported metric 'no_such_metric', getter type 'no_such_getter'" in error
+    assert [d["task_id"] for d in response.json()["detail"]] == ["drive", "checker"]
+    assert _depth(redis_url) == 0  # nothing enqueued
+    assert producer.get("/v1/runs/run-unsup").status_code == 404  # and no run stored
+
+
+def test_skip_records_unsupported_rollouts_without_running_them(producer: httpx.Client, redis_url: str) -> None:
+    tasks = [_task("fine"), _task("drive", config=UNSUPPORTED_SETUP, domain="office")]
+    response = producer.post("/v1/runs", json={"tasks": tasks, "rollouts_per_task": 2, "run_id": "run-skip",
+                                               "on_unsupported": "skip"})
+    assert response.status_code == 201, response.text
+    body = response.json()
+    assert (body["enqueued"], body["skipped"]) == (2, 2)
+    assert body["unsupported"] == {"drive": ["setup type 'teleport'"]}
+    assert _depth(redis_url) == 2
+    job_ids = Queue(keys.QUEUE_NAMES["default"], connection=redis.Redis.from_url(redis_url)).job_ids
+    assert sorted(job_ids) == ["run-skip__fine__0", "run-skip__fine__1"]
+    run = producer.get("/v1/runs/run-skip").json()
+    assert run["counts"] == {"queued": 2, "unsupported": 2} and run["done"] == 2 and not run["finished"]
+    skipped = [r for r in run["rollouts"] if r["task_id"] == "drive"]
+    assert [(r["status"], r["reward"], r["domain"]) for r in skipped] == [("unsupported", None, "office")] * 2
+    assert "unsupported setup type 'teleport'" in skipped[0]["error"]
+    client = redis.Redis.from_url(redis_url)
+    for index, reward in enumerate((1.0, 0.0)):  # the supported task's rollouts finish
+        record_rollout(client, RolloutRecord(rollout_id=f"run-skip:fine:{index}", run_id="run-skip", task_id="fine",
+                                             rollout_index=index, status=RolloutStatus.COMPLETED, reward=reward))
+    run = producer.get("/v1/runs/run-skip").json()
+    assert run["finished"] and run["success_rate"] == 0.5  # unsupported rollouts are not in the rate
+
+
+def test_on_unsupported_must_be_reject_or_skip(producer: httpx.Client) -> None:
+    response = producer.post("/v1/runs", json={"tasks": [_task("a")], "on_unsupported": "ignore"})
+    assert response.status_code == 422 and "on_unsupported" in response.json()["error"]
+
+
+def test_rollouts_keep_submission_order_and_scheduled_retries_jump_the_queue(
+        producer: httpx.Client, redis_url: str) -> None:
+    producer.post("/v1/runs", json={"tasks": [_task("a"), _task("b"), _task("c")], "run_id": "run-order"})
+    client = redis.Redis.from_url(redis_url)
+    queue = Queue(keys.QUEUE_NAMES["default"], connection=client)
+    assert queue.job_ids == ["run-order__a__0", "run-order__b__0", "run-order__c__0"]
+    job = Job.fetch("run-order__c__0", connection=client)
+    assert job.retries_left == 2 and job.enqueue_at_front_on_retry  # immediate retries go to the front
+    queue.remove(job)  # c failed (e.g. its work-horse died) and RQ scheduled its retry, as Job.retry does
+    queue.schedule_job(job, datetime.now(UTC) - timedelta(seconds=1))
+    scheduler = RQScheduler([queue], connection=client)
+    scheduler.acquire_locks()
+    scheduler.enqueue_scheduled_jobs()
+    scheduler.release_locks()
+    assert queue.job_ids == ["run-order__c__0", "run-order__a__0", "run-order__b__0"]

@@ -37,3 +37,12 @@ def test_every_setting_is_documented() -> None:
 def test_quickstart_is_exactly_two_commands() -> None:
     block = README.split("## Quickstart", 1)[1].split("```")[1]
     assert [line.split("#")[0].strip() for line in block.strip().splitlines()] == ["make demo", "make test"]
+
+
+def test_the_coverage_table_is_the_one_the_code_computes() -> None:
+    from common.task import load_task_set
+    from services.cli.coverage_view import coverage_markdown
+    from services.runner.osworld.coverage import coverage
+
+    index = Path(__file__).resolve().parents[2] / "shared" / "osworld" / "test_all.json"
+    assert coverage_markdown(coverage(load_task_set(index))) in README

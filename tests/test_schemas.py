@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from common.events import EpisodeEvent, ParsedAction, StepEvent, decode_event, encode_event
 from common.run import RunRequest, make_rollout_id, rq_job_id, trajectory_prefix
 from common.settings import comma_list
-from common.status import INFRA_FAILURES, REWARDED_STATUSES, RolloutStatus
+from common.status import DETERMINISTIC_FAILURES, INFRA_FAILURES, REWARDED_STATUSES, RolloutStatus
 from common.task import OSWorldTask, load_task_file, load_tasks
 
 SHARED_TASKS = Path(__file__).resolve().parents[2] / "shared" / "osworld_tasks"
@@ -99,6 +99,11 @@ def test_status_taxonomy() -> None:
     assert INFRA_FAILURES == {RolloutStatus.MODEL_ERROR, RolloutStatus.ENV_ERROR, RolloutStatus.ENV_INIT_FAILED}
     assert not RolloutStatus.RUNNING.is_terminal and RolloutStatus.CANCELLED.is_terminal
     assert RolloutStatus.PARSE_ERROR.is_terminal and not RolloutStatus.PARSE_ERROR.has_reward
+    for status in DETERMINISTIC_FAILURES:  # never retried, no reward, not infrastructure
+        assert status.is_terminal and not status.has_reward and not status.is_infra_failure
+    assert DETERMINISTIC_FAILURES >= {RolloutStatus.UNSUPPORTED, RolloutStatus.SETUP_ERROR,
+                                      RolloutStatus.RUNNER_ERROR}
+    assert [s for s in RolloutStatus if s.is_bug] == [RolloutStatus.RUNNER_ERROR]
 
 
 def test_events_round_trip_through_stream_fields() -> None:

@@ -15,9 +15,11 @@ import httpx
 import pytest
 
 from common.polling import free_port, http_ok, wait_until
+from common.vllm_protocol import ChatCompletionResponse, ChatCompletionStreamResponse, token_id_of
 from services.scripted_policy.scripts import EXHAUSTED_REPLY, NO_SCRIPT_REPLY, choose_reply, load_scripts, user_text
 from services.scripted_policy.server import create_app
 from services.scripted_policy.settings import ScriptedPolicySettings
+from services.scripted_policy.tokens import expected_logprobs
 from tests.servers import serve_app
 
 REPO = Path(__file__).resolve().parents[1]
@@ -107,7 +109,8 @@ def test_chat_completion_shape_headers_and_steps(policy: str) -> None:
         assert body["model"] == "ui-tars-1.5-7b" and isinstance(body["created"], int)
         choice = body["choices"][0]
         assert choice["message"] == {"role": "assistant", "content": "R0"} and choice["finish_reason"] == "stop"
-        assert "logprobs" not in choice and "token_ids" not in choice
+        assert choice["logprobs"] is None and choice["token_ids"] is None  # vLLM sends the keys as null
+        assert body["prompt_token_ids"] is None
         assert response.headers["X-Model-Version"] == "v0"
         assert response.headers["X-Body-Sha256"] == hashlib.sha256(raw).hexdigest()
         usage = body["usage"]
@@ -126,9 +129,11 @@ def test_chat_completion_shape_headers_and_steps(policy: str) -> None:
 
 
 def test_logprobs_and_token_ids_are_deterministic(policy: str) -> None:
-    request = chat([user("Rename the folder quickly")], logprobs=True)
+    request = chat([user("Rename the folder quickly")], logprobs=True, return_token_ids=True)
     with httpx.Client(base_url=policy, timeout=10) as client:
         first, second = (client.post("/v1/chat/completions", json=request).json() for _ in range(2))
+        without_ids = client.post("/v1/chat/completions", json=chat([user("Rename the folder quickly")],
+                                                                    logprobs=True)).json()
     choice = first["choices"][0]
     reply_bytes = "Q0 é".encode()
     assert choice["token_ids"] == list(reply_bytes)
@@ -136,8 +141,38 @@ def test_logprobs_and_token_ids_are_deterministic(policy: str) -> None:
     assert len(content) == len(reply_bytes) == first["usage"]["completion_tokens"]
     assert all(c["logprob"] <= 0 and c["top_logprobs"] == [] and len(c["bytes"]) == 1 for c in content)
     assert [c["token"] for c in content[:3]] == ["Q", "0", " "]
+    assert [c["logprob"] for c in content] == expected_logprobs("Q0 é", "v0")
     assert choice["logprobs"] == second["choices"][0]["logprobs"]
     assert choice["token_ids"] == second["choices"][0]["token_ids"]
+    # vLLM: prompt token ids at the top level, as many as usage.prompt_tokens (1000 per screenshot).
+    assert len(first["prompt_token_ids"]) == first["usage"]["prompt_tokens"] >= 1000
+    assert without_ids["choices"][0]["token_ids"] is None and without_ids["prompt_token_ids"] is None
+    assert without_ids["choices"][0]["logprobs"] == choice["logprobs"]
+
+
+def test_vllm_token_formats_match_vllms_models(policy: str) -> None:
+    """top_logprobs alternatives and return_tokens_as_token_ids, validated against the vLLM-shaped models."""
+    request = chat([user("Rename the folder")], logprobs=True, top_logprobs=3, return_tokens_as_token_ids=True,
+                   return_token_ids=True)
+    with httpx.Client(base_url=policy, timeout=10) as client:
+        body = client.post("/v1/chat/completions", json=request).json()
+        bad = client.post("/v1/chat/completions", json=chat([user("x")], top_logprobs=99))
+    parsed = ChatCompletionResponse.model_validate(body)
+    content = parsed.choices[0].logprobs.content  # type: ignore[union-attr]
+    assert [token_id_of(c.token) for c in content] == parsed.choices[0].token_ids == list(b"R0")
+    assert all(len(c.top_logprobs) == 3 and c.top_logprobs[0].logprob == c.logprob for c in content)
+    assert all(c.top_logprobs[0].logprob > c.top_logprobs[1].logprob > c.top_logprobs[2].logprob for c in content)
+    assert bad.status_code == 400 and "top_logprobs" in bad.text
+
+
+def test_logprobs_depend_on_the_served_version(policy: str) -> None:
+    request = chat([user("Rename the folder")], logprobs=True)
+    with httpx.Client(base_url=policy, timeout=10) as client:
+        before = client.post("/v1/chat/completions", json=request).json()["choices"][0]["logprobs"]["content"]
+        client.post("/admin/reload", json={"model_version": "v7"})
+        after = client.post("/v1/chat/completions", json=request).json()["choices"][0]["logprobs"]["content"]
+    assert [c["logprob"] for c in before] == expected_logprobs("R0", "v0")
+    assert [c["logprob"] for c in after] == expected_logprobs("R0", "v7") != expected_logprobs("R0", "v0")
 
 
 def test_streaming_sse_chunks_end_with_done(policy: str) -> None:
@@ -157,6 +192,49 @@ def test_streaming_sse_chunks_end_with_done(policy: str) -> None:
             assert "".join(c["choices"][0]["delta"].get("content", "") for c in chunks) == expected
             assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
         assert len(chunks) > 3
+
+
+def test_streaming_carries_token_ids_and_logprobs_per_chunk(policy: str) -> None:
+    request = chat([user("x" * 10)], stream=True, logprobs=True, return_token_ids=True)
+    with httpx.Client(base_url=policy, timeout=10) as client, \
+            client.stream("POST", "/v1/chat/completions", json=request) as response:
+        text = "".join(response.iter_text())
+    chunks = [ChatCompletionStreamResponse.model_validate_json(line[6:]) for line in text.splitlines()
+              if line.startswith("data: {")]
+    assert chunks[0].prompt_token_ids and all(c.prompt_token_ids is None for c in chunks[1:])
+    ids = [i for c in chunks for i in (c.choices[0].token_ids or [])]
+    assert ids == list(NO_SCRIPT_REPLY.encode())
+    logprobs = [p.logprob for c in chunks if c.choices[0].logprobs for p in c.choices[0].logprobs.content or []]
+    assert logprobs == expected_logprobs(NO_SCRIPT_REPLY, "v0")
+
+
+def test_vllm_reload_endpoints(scripts_dir: Path) -> None:
+    settings = ScriptedPolicySettings(scripts_dir=scripts_dir, reload_ms=50, reload_fail_versions="bad")
+    with serve_app(create_app(settings)) as url, httpx.Client(base_url=url, timeout=10) as client:
+        started = time.perf_counter()
+        assert client.post("/v1/load_lora_adapter", json={"lora_name": "policy", "lora_path": "/ckpt/v1"}).is_success
+        assert time.perf_counter() - started >= 0.05  # the configured reload time
+        assert client.get("/health").headers["X-Model-Version"] == "v1"
+        cards = client.get("/v1/models").json()["data"]
+        assert {"id": "policy", "root": "/ckpt/v1", "parent": "ui-tars-1.5-7b"}.items() <= cards[1].items()
+        again = client.post("/v1/load_lora_adapter", json={"lora_name": "policy", "lora_path": "/ckpt/v2"})
+        assert again.status_code == 400 and "already been loaded" in again.text
+        assert client.post("/v1/unload_lora_adapter", json={"lora_name": "policy"}).is_success
+        assert client.post("/v1/unload_lora_adapter", json={"lora_name": "policy"}).status_code == 404
+        assert client.post("/v1/load_lora_adapter", json={"lora_name": "p", "lora_path": "/x/bad"}).status_code == 500
+        # Sleep mode: asleep -> completions 503; reload_weights; awake again.
+        assert client.post("/sleep", params={"level": 2}).is_success
+        assert client.get("/is_sleeping").json() == {"is_sleeping": True}
+        assert client.post("/v1/chat/completions", json=chat([user("x")])).status_code == 503
+        client.post("/wake_up", params={"tags": "weights"})
+        rpc = client.post("/collective_rpc", json={"method": "reload_weights", "kwargs": {"weights_path": "/c/v2"}})
+        assert rpc.is_success
+        assert client.get("/is_sleeping").json() == {"is_sleeping": True}
+        client.post("/wake_up", params={"tags": "kv_cache"})
+        assert client.get("/is_sleeping").json() == {"is_sleeping": False}
+        answer = client.post("/v1/chat/completions", json=chat([user("x")]))
+        assert answer.status_code == 200 and answer.headers["X-Model-Version"] == "v2"
+        assert client.post("/collective_rpc", json={"method": "other"}).status_code == 400
 
 
 def test_models_health_metrics_and_completions(policy: str) -> None:
@@ -232,3 +310,18 @@ def test_python_dash_m_serves(scripts_dir: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+@pytest.mark.parametrize(("path", "body", "message"), [
+    ("/v1/chat/completions", {"messages": [None, 1]}, "messages[0] must be an object"),
+    ("/v1/chat/completions", {"messages": [{"content": "x"}]}, "string 'role'"),
+    ("/v1/chat/completions", {"messages": [{"role": "user", "content": 5}]}, "messages[0].content"),
+    ("/v1/chat/completions", {"messages": [{"role": "user", "content": [{"type": "text", "text": 1}]}]},
+     "messages[0].content[0]"),
+    ("/v1/chat/completions", [1, 2], "body must be JSON"),
+    ("/v1/completions", {"prompt": 5}, "prompt must be a string or a list"),
+])
+def test_malformed_requests_are_400s_not_500s(policy: str, path: str, body: object, message: str) -> None:
+    # Found by schemathesis through the gateway: these were 500s, which the gateway retried as replica faults.
+    response = httpx.post(policy + path, json=body, timeout=10)
+    assert response.status_code == 400 and message in response.json()["error"]["message"], response.text

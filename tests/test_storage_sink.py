@@ -139,9 +139,9 @@ def test_ack_only_after_write_and_retry_via_claim(redis_url: str, tmp_path: Path
     publish_episode(client, steps=1, end=False)
     store = FlakyStore(tmp_path, failures=1)
     sink = consumer(redis_url, store, claim_idle_ms=0)
-    assert sink.process_once() == 1  # start failed (pending), step written
-    assert client.xpending(keys.EVENTS_STREAM, keys.SINK_GROUP)["pending"] == 1
-    assert sink.process_once() == 1  # claimed and written now
+    assert sink.process_once() == 0  # start failed: it and the step after it stay pending, in order
+    assert client.xpending(keys.EVENTS_STREAM, keys.SINK_GROUP)["pending"] == 2
+    assert sink.process_once() == 2  # its own pending entries re-read and written now
     assert client.xpending(keys.EVENTS_STREAM, keys.SINK_GROUP)["pending"] == 0
     assert store.list(f"{PREFIX}/task_config.json")
 

@@ -1,29 +1,51 @@
 """The whole pipeline on one machine (`cua-rollout up`, `make demo`, the end-to-end tests).
 
-Redis (from REDIS_URL or a private `redis-server`), N desktop envs (`local` provider), R scripted
-policy replicas (the vLLM stand-in), the gateway, the producer, K runner workers and the sink, each a
-child process; `stop()` ends them all, by PID, in reverse order.
+Each part is either given (an external service, by URL) or started here as a child process:
+Redis (`redis_url`, else a private `redis-server`), the desktop envs (`env_urls`: existing env pods
+or OSWorld VMs, DNS names expanded to every address; else N local desktops), the policy servers
+(`policy_urls`: OpenAI-compatible servers such as vLLM; else R scripted-policy replicas, the vLLM
+stand-in), the object store (`store_url`, else a local directory); always the gateway (balancing
+across the policy servers), the producer, K runner workers and the sink. `stop()` ends every child,
+by PID, in reverse order, and unregisters the local envs from the env pool.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from common.envpool import EnvPool
+import redis
+
+from common.envpool import EnvPool, env_id_for_url
 from common.polling import GiveUp, free_port, wait_until
 from common.redis_server import RedisServerProcess
 from common.service import redis_client
 from services.cli.processes import ManagedProcess
 from services.desktop_env.launcher import LocalEnvLauncher
+from services.runner.envs.static import expand_urls
+from services.runner.osworld import url_cache
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
 class StackConfig:
-    """Sizes, paths and ports of a local stack. Port 0 = pick a free port."""
+    """Sizes, paths and ports of a local stack. Port 0 = pick a free port. `fixtures_dir`: files and
+    an `index.json` (URL -> file) copied into the runners' URL cache, so tasks' `download` steps find
+    them offline (e.g. `examples/fixtures`).
+
+    External parts: `redis_url`; `store_url` (`s3://bucket` with `S3_*` from the environment, or
+    `file:///dir`); `policy_urls` (OpenAI-compatible base URLs, replacing the `replicas` scripted
+    ones; `policy_latency_ms` applies to scripted replicas only); `env_urls` (OSWorld server base
+    URLs, replacing the `envs` local desktops). `display_base`: first X display number of the local
+    desktops (None: spread by pid). `settle_max_s`: the runners' `RUNNER_SETTLE_MAX_S` (None: default).
+    `api_token`: the producer's `PRODUCER_API_TOKEN` (default `CUA_TOKEN`, the token the CLI sends);
+    empty: the producer's write routes are open.
+    """
 
     work_dir: Path
     scripts_dir: Path
@@ -39,6 +61,63 @@ class StackConfig:
     max_infra_retries: int = 2
     policy_latency_ms: float = 0.0
     extra_env: dict[str, str] = field(default_factory=dict)
+    fixtures_dir: Path | None = None
+    policy_urls: list[str] = field(default_factory=list)
+    env_urls: list[str] = field(default_factory=list)
+    display_base: int | None = None
+    settle_max_s: float | None = None
+    api_token: str = field(default_factory=lambda: os.environ.get("CUA_TOKEN", ""))
+
+
+def seed_url_cache(fixtures_dir: Path, cache_dir: Path) -> int:
+    """Copy the files named by every `index.json` under `fixtures_dir` (each maps URL -> file relative
+    to its own directory, e.g. `examples/fixtures/osworld/<domain>/index.json`) into `cache_dir`,
+    keeping their relative paths, and merge them into the cache's own `index.json` (see
+    `services.runner.osworld.url_cache`); returns how many URLs.
+
+    Raises: ValueError when `fixtures_dir` holds no index, or an index is unreadable, not a
+    URL -> file object, or names a missing file.
+    """
+    index_paths = sorted(fixtures_dir.rglob(url_cache.INDEX_FILE))
+    if not index_paths:
+        raise ValueError(f"no fixtures index ({url_cache.INDEX_FILE}) under {fixtures_dir}")
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    merged_path = cache_dir / url_cache.INDEX_FILE
+    merged = json.loads(merged_path.read_text()) if merged_path.is_file() else {}
+    seeded = 0
+    for index_path in index_paths:
+        try:
+            index = json.loads(index_path.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ValueError(f"cannot read fixtures index {index_path}: {exc}") from exc
+        if not isinstance(index, dict):
+            raise ValueError(f"fixtures index {index_path} must map URL -> file name")
+        for url, name in index.items():
+            source = index_path.parent / str(name)
+            if not source.is_file():
+                raise ValueError(f"fixtures index {index_path}: {url} names {source}, which does not exist")
+            relative = source.relative_to(fixtures_dir)
+            (cache_dir / relative).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, cache_dir / relative)
+            merged[url] = str(relative)
+        seeded += len(index)
+    merged_path.write_text(json.dumps(merged, indent=2))
+    return seeded
+
+
+def runner_env(config: StackConfig, gateway_url: str, cache_dir: Path) -> dict[str, str]:
+    """Environment of one runner worker of the stack: gateway, env provider (`static` for given env
+    URLs, registered by the stack; `local` otherwise), URL cache, a free metrics port, and
+    `RUNNER_SETTLE_MAX_S` when `config.settle_max_s` is set."""
+    env = {
+        "RUNNER_GATEWAY_URL": gateway_url,
+        "RUNNER_ENV_PROVIDER": "static" if config.env_urls else "local",
+        "RUNNER_METRICS_PORT": str(free_port()),
+        "RUNNER_CACHE_DIR": str(cache_dir),
+    }
+    if config.settle_max_s is not None:
+        env["RUNNER_SETTLE_MAX_S"] = str(config.settle_max_s)
+    return env
 
 
 class LocalStack:
@@ -80,32 +159,19 @@ class LocalStack:
         return process
 
     def start(self, timeout_s: float = 60.0) -> None:
-        """Start everything and poll each service's health. Raises: RuntimeError naming what failed."""
+        """Start every part not given as a URL, and poll each service's health.
+
+        Raises: RuntimeError naming what failed; ValueError when the fixtures index is invalid.
+        """
         cfg = self.config
         self.work_dir.mkdir(parents=True, exist_ok=True)
         if not self.redis_url:
             self.redis_server = RedisServerProcess(self.work_dir / "redis").start()
             self.redis_url = self.redis_server.url
-
-        self.env_launcher = LocalEnvLauncher(
-            count=cfg.envs, root_dir=self.work_dir / "envs", width=cfg.width, height=cfg.height
-        )
-        self.env_urls = self.env_launcher.start()
-        with redis_client(self.redis_url) as client:
-            pool = EnvPool(client)
-            for url in self.env_urls:
-                pool.register(url, provider="local")
-
-        replica_urls = []
-        for i in range(cfg.replicas):
-            port = free_port()
-            url = f"http://127.0.0.1:{port}"
-            self._spawn(f"policy-{i}", "services.scripted_policy", {
-                "POLICY_PORT": str(port),
-                "POLICY_SCRIPTS_DIR": str(cfg.scripts_dir.resolve()),
-                "POLICY_LATENCY_MS": str(cfg.policy_latency_ms),
-            }, f"{url}/health")
-            replica_urls.append(url)
+        if cfg.fixtures_dir is not None:
+            seed_url_cache(cfg.fixtures_dir, self.work_dir / "cache")
+        self._start_envs()
+        replica_urls = cfg.policy_urls or self._start_scripted_replicas()
 
         gateway_port = cfg.gateway_port or free_port()
         self.gateway_url = f"http://127.0.0.1:{gateway_port}"
@@ -120,6 +186,7 @@ class LocalStack:
             "PRODUCER_PORT": str(producer_port),
             "PRODUCER_MAX_INFRA_RETRIES": str(cfg.max_infra_retries),
             "STORE_URL": self.store_url,
+            **({"PRODUCER_API_TOKEN": cfg.api_token} if cfg.api_token else {}),
         }, f"{self.producer_url}/healthz")
 
         self._spawn("sink", "services.storage_sink", {
@@ -128,32 +195,81 @@ class LocalStack:
         }, None)
 
         for i in range(cfg.runners):
-            self._spawn(f"runner-{i}", "services.runner", {
-                "RUNNER_GATEWAY_URL": self.gateway_url,
-                "RUNNER_ENV_PROVIDER": "local",
-                "RUNNER_METRICS_PORT": str(free_port()),
-                "RUNNER_CACHE_DIR": str(self.work_dir / "cache"),
-            }, None)
+            self._spawn(f"runner-{i}", "services.runner", runner_env(cfg, self.gateway_url, self.work_dir / "cache"),
+                        None)
 
         for process in self.processes:
             process.wait_healthy(timeout_s)
         self._wait_for_workers(timeout_s)
 
+    def _start_envs(self) -> None:
+        """Register the given env URLs (DNS names expanded), or start `envs` local desktops and register them."""
+        cfg = self.config
+        if cfg.env_urls:
+            self.env_urls, unresolved = expand_urls(cfg.env_urls)
+            if unresolved:
+                raise ValueError(f"--env-url host(s) {', '.join(unresolved)} do not resolve")
+            provider = "static"
+        else:
+            self.env_launcher = LocalEnvLauncher(count=cfg.envs, root_dir=self.work_dir / "envs",
+                                                 base_display=cfg.display_base, width=cfg.width, height=cfg.height)
+            self.env_urls = self.env_launcher.start()
+            provider = "local"
+        with redis_client(self.redis_url) as client:
+            pool = EnvPool(client)
+            for url in self.env_urls:
+                pool.register(url, provider=provider)
+
+    def _start_scripted_replicas(self) -> list[str]:
+        """Start `replicas` scripted-policy processes (the vLLM stand-in); returns their base URLs."""
+        cfg = self.config
+        urls = []
+        for i in range(cfg.replicas):
+            port = free_port()
+            url = f"http://127.0.0.1:{port}"
+            self._spawn(f"policy-{i}", "services.scripted_policy", {
+                "POLICY_PORT": str(port),
+                "POLICY_SCRIPTS_DIR": str(cfg.scripts_dir.resolve()),
+                "POLICY_LATENCY_MS": str(cfg.policy_latency_ms),
+            }, f"{url}/health")
+            urls.append(url)
+        return urls
+
     def _wait_for_workers(self, timeout_s: float) -> None:
         from rq import Worker
 
+        ours = {p.process.pid for p in self.processes if p.module == "services.runner" and p.process is not None}
         with redis_client(self.redis_url) as client:
 
             def registered() -> bool:
                 for process in self.dead_processes():
                     raise GiveUp(f"{process.name} exited:\n{process.log_tail()}")
-                return len(Worker.all(connection=client)) >= self.config.runners
+                registered_pids = {worker.pid for worker in Worker.all(connection=client)}
+                return ours <= registered_pids  # a shared Redis may list other stacks' workers too
 
-            wait_until(registered, timeout_s, f"{self.config.runners} runner workers to register", interval_s=0.1)
+            wait_until(registered, timeout_s, f"{len(ours)} runner workers to register", interval_s=0.1)
 
     def dead_processes(self) -> list[ManagedProcess]:
         """Children that exited while the stack should be up."""
         return [p for p in self.processes if not p.alive()]
+
+    def _unregister(self, urls: list[str]) -> None:
+        try:
+            with redis_client(self.redis_url) as client:
+                pool = EnvPool(client)
+                for url in urls:
+                    pool.unregister(env_id_for_url(url))
+        except redis.RedisError as exc:  # Redis already gone: nothing left to clean
+            log.warning("unregistering the local envs failed: %s", exc)
+    def restart_dead(self) -> list[ManagedProcess]:
+        """Start again every child that exited (a killed runner, sink, replica...): same module, settings
+        and log file. Returns the restarted children."""
+        dead = self.dead_processes()
+        for process in dead:
+            log.warning("%s exited (code %s): restarting it", process.name,
+                        process.process.returncode if process.process else None)
+            process.start()
+        return dead
 
     def stop(self) -> None:
         """Stop every child in reverse start order, then the envs and the private Redis."""
@@ -164,6 +280,7 @@ class LocalStack:
                 log.warning("stopping %s failed: %s", process.name, exc)
         self.processes.clear()
         if self.env_launcher is not None:
+            self._unregister(self.env_urls)  # a shared Redis must not keep envs that are gone
             self.env_launcher.stop()
             self.env_launcher = None
         if self.redis_server is not None:

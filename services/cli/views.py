@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Any
 
 from rich.table import Table
@@ -48,22 +48,38 @@ def rollout_table(run: dict[str, Any], expected: dict[str, dict[str, Any]] | Non
     return table
 
 
+#: Statuses that are still in flight (everything else is terminal).
+_IN_FLIGHT = ("queued", "running")
+
+
+def _rate(rewards: list[float]) -> str:
+    return f"{sum(1 for x in rewards if x >= 1) / len(rewards):.1%}" if rewards else "-"
+
+
+def _unrated(rollouts: list[dict[str, Any]]) -> str:
+    """`2 unsupported, 1 runner_error`: terminal rollouts without a reward, by status."""
+    counts = Counter(r["status"] for r in rollouts if r.get("reward") is None and r["status"] not in _IN_FLIGHT)
+    return ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "-"
+
+
 def domain_table(run: dict[str, Any]) -> Table:
-    """Success rate per domain (rollouts with a reward; reward >= 1 counts as success) and overall."""
-    per_domain: dict[str, list[float]] = defaultdict(list)
+    """Success rate per domain (rollouts with a reward; reward >= 1 counts as success) and overall,
+    with the finished rollouts left out of the rate (no reward: unsupported, errors) counted by status."""
+    per_domain: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in run.get("rollouts", []):
-        if r.get("reward") is not None:
-            per_domain[r["domain"]].append(float(r["reward"]))
+        per_domain[r["domain"]].append(r)
     table = Table(title="success rate per domain")
     table.add_column("domain")
     table.add_column("rollouts")
     table.add_column("success rate")
-    everything: list[float] = []
+    table.add_column("not in the rate")
+    everything: list[dict[str, Any]] = []
     for domain in sorted(per_domain):
-        rewards = per_domain[domain]
-        everything += rewards
-        table.add_row(domain, str(len(rewards)), f"{sum(1 for x in rewards if x >= 1) / len(rewards):.1%}")
+        rollouts = per_domain[domain]
+        everything += rollouts
+        rewards = [float(r["reward"]) for r in rollouts if r.get("reward") is not None]
+        table.add_row(domain, str(len(rewards)), _rate(rewards), _unrated(rollouts))
     if everything:
-        table.add_row("[b]all[/b]", str(len(everything)),
-                      f"{sum(1 for x in everything if x >= 1) / len(everything):.1%}")
+        rewards = [float(r["reward"]) for r in everything if r.get("reward") is not None]
+        table.add_row("[b]all[/b]", str(len(rewards)), _rate(rewards), _unrated(everything))
     return table

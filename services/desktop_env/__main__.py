@@ -11,8 +11,10 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Callable
 
 import uvicorn
+from fastapi import FastAPI
 
 from common.service import setup_logging
 from services.desktop_env.server import create_app
@@ -24,6 +26,12 @@ log = logging.getLogger("services.desktop_env")
 
 def main() -> None:
     """Read `DESKTOP_*` settings, run the env until a signal, clean up. Exit code 1 on start failure."""
+    serve(create_app)
+
+
+def serve(make_app: Callable[[DesktopEnvSettings, DesktopSession], FastAPI]) -> None:
+    """Start the desktop of the `DESKTOP_*` settings, serve `make_app(settings, session)` until
+    SIGTERM/SIGINT, then stop the desktop."""
     settings = DesktopEnvSettings()
     setup_logging(settings.log_level)
     # Until uvicorn installs its own handlers, SIGTERM unwinds through `finally` like SIGINT does.
@@ -31,9 +39,9 @@ def main() -> None:
     session = DesktopSession(settings)
     session.start()
     try:
-        # Relative paths in the warm interpreter resolve like OSWorld's (its server runs in ~).
+        # The server's own relative paths resolve like OSWorld's (its server runs in ~).
         os.chdir(settings.home)
-        server = uvicorn.Server(uvicorn.Config(create_app(settings, session), host=settings.host,
+        server = uvicorn.Server(uvicorn.Config(make_app(settings, session), host=settings.host,
                                                port=settings.port, log_level="warning"))
         server.run()  # uvicorn handles SIGTERM/SIGINT: graceful shutdown, then returns
     finally:

@@ -58,13 +58,22 @@ def normalize(command: list[str] | str, shell: bool) -> list[str] | str:
     return argv
 
 
-def warm_python_code(argv: list[str] | str) -> str | None:
-    """The code of `python -c <code>` when it should run in the warm interpreter (it uses
-    pyautogui and has no further arguments); None otherwise."""
-    if isinstance(argv, str) or len(argv) != 3 or argv[1] != "-c":
+@dataclass(frozen=True)
+class PythonC:
+    """A `python -c <code> [args...]` invocation: `argv` is what `sys.argv` is for it (`-c`, args)."""
+
+    code: str
+    argv: list[str]
+
+
+def python_c(argv: list[str] | str) -> PythonC | None:
+    """The code and `sys.argv` of `argv` when it is `python -c <code> [args...]` run by a Python
+    named like ours (these run forked from the env's zygote, see `zygote`); None otherwise."""
+    if isinstance(argv, str) or len(argv) < 3 or argv[1] != "-c":
         return None
-    is_python = argv[0] == sys.executable or Path(argv[0]).name in PYTHON_NAMES
-    return argv[2] if is_python and "pyautogui" in argv[2] else None
+    if argv[0] != sys.executable and Path(argv[0]).name not in PYTHON_NAMES:
+        return None
+    return PythonC(argv[2], ["-c", *argv[3:]])
 
 
 def _read(file: IO[bytes]) -> str:
@@ -81,17 +90,31 @@ class CommandRunner:
         self.registry = registry
 
     def _spawn(self, command: list[str] | str, shell: bool, **kwargs: object) -> subprocess.Popen[bytes]:
+        kwargs.setdefault("cwd", self.cwd)
         with self.registry.spawning():
-            process = subprocess.Popen(command, shell=shell, env=self.env, cwd=self.cwd,  # type: ignore[call-overload]
+            process = subprocess.Popen(command, shell=shell, env=self.env,  # type: ignore[call-overload]
                                        start_new_session=True, **kwargs)
             self.registry.add(process)
         return process
 
-    def run(self, command: list[str] | str, shell: bool, timeout_s: float) -> ExecOutcome:
-        """Run `command` (already normalized) to completion, at most `timeout_s` seconds."""
+    def start_helper(self, argv: list[str], pass_fds: tuple[int, ...], log_path: Path) -> subprocess.Popen[bytes]:
+        """Start a long-lived helper process of the env (the zygote) with the env's environment and
+        cwd, the descriptors `pass_fds` inherited, output appended to `log_path`. The caller
+        stops it (it also dies with the env's processes on reset).
+
+        Raises: OSError when it cannot start."""
+        with log_path.open("ab") as log_file:
+            return self._spawn(argv, False, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
+                               pass_fds=pass_fds)
+
+    def run(self, command: list[str] | str, shell: bool, timeout_s: float, *, merge_stderr: bool = False,
+            cwd: Path | None = None) -> ExecOutcome:
+        """Run `command` (already normalized) to completion, at most `timeout_s` seconds, in `cwd`
+        (default the env's home). `merge_stderr`: stderr goes into `output` too (`error` is "")."""
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             try:
-                process = self._spawn(command, shell, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+                process = self._spawn(command, shell, stdin=subprocess.DEVNULL, stdout=out,
+                                      stderr=subprocess.STDOUT if merge_stderr else err, cwd=cwd or self.cwd)
             except FileNotFoundError as exc:
                 return ExecOutcome("error", "", f"command not found: {exc.filename}", RC_NOT_FOUND)
             except PermissionError as exc:

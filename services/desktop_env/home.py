@@ -1,15 +1,21 @@
 """The env's home directory: wiped and rebuilt on start and on every reset.
 
 Layout (like OSWorld's Ubuntu user): the XDG user folders (Desktop, Documents, Downloads, ...),
-`.bashrc` with an Ubuntu-like prompt, `.config/mimeapps.list` so `xdg-open` picks the text editor
-and file manager, and `.config/openbox/rc.xml` binding ctrl+alt+t to the terminal.
+`.bashrc` with an Ubuntu-like prompt, `.config/mimeapps.list` so `xdg-open` picks the text editor,
+file manager, LibreOffice, Chromium, VLC and GIMP, `.config/vlc/vlcrc` with VLC's HTTP interface on,
+a LibreOffice profile without first-run dialogs, and `.config/openbox/rc.xml` binding ctrl+alt+t to
+the terminal.
 """
 
 from __future__ import annotations
 
+import fnmatch
+import functools
 import logging
+import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 from xml.sax.saxutils import escape
 
@@ -27,6 +33,38 @@ _MIMEAPPS = """\
 [Default Applications]
 inode/directory=pcmanfm.desktop
 text/plain=org.xfce.mousepad.desktop
+text/csv=libreoffice-calc.desktop
+application/vnd.openxmlformats-officedocument.spreadsheetml.sheet=libreoffice-calc.desktop
+application/vnd.oasis.opendocument.spreadsheet=libreoffice-calc.desktop
+application/vnd.ms-excel=libreoffice-calc.desktop
+application/vnd.openxmlformats-officedocument.wordprocessingml.document=libreoffice-writer.desktop
+application/vnd.oasis.opendocument.text=libreoffice-writer.desktop
+application/msword=libreoffice-writer.desktop
+application/vnd.openxmlformats-officedocument.presentationml.presentation=libreoffice-impress.desktop
+application/vnd.oasis.opendocument.presentation=libreoffice-impress.desktop
+application/vnd.ms-powerpoint=libreoffice-impress.desktop
+text/html=chromium.desktop
+x-scheme-handler/http=chromium.desktop
+x-scheme-handler/https=chromium.desktop
+video/mp4=vlc.desktop
+video/x-matroska=vlc.desktop
+video/webm=vlc.desktop
+audio/mpeg=vlc.desktop
+audio/x-wav=vlc.desktop
+image/png=gimp.desktop
+image/jpeg=gimp.desktop
+"""
+
+# VLC's HTTP interface on (port 8080, password "password"), as on OSWorld's VMs: its VLC getters read
+# `http://<env host>:8080/requests/status.xml`.
+_VLCRC = """\
+[core]
+extraintf=http
+http-port=8080
+[lua]
+http-password=password
+[qt]
+qt-privacy-ask=0
 """
 
 # Openbox replaces its built-in bindings with these: ctrl+alt+t opens the terminal (OSWorld's Ubuntu
@@ -69,6 +107,41 @@ _RC_XML = """\
 </openbox_config>
 """
 
+# LibreOffice as on a desktop where it ran before: no "Tip of the Day" dialog stealing the keyboard
+# focus from the document, no first-run / "what's new" bar (the version is the installed one).
+_LIBREOFFICE_PREFS = """\
+<?xml version="1.0" encoding="UTF-8"?>
+<oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema" \
+xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
+<item oor:path="/org.openoffice.Office.Common/Misc"><prop oor:name="ShowTipOfTheDay" oor:op="fuse">\
+<value>false</value></prop></item>
+<item oor:path="/org.openoffice.Office.Common/Misc"><prop oor:name="FirstRun" oor:op="fuse">\
+<value>false</value></prop></item>
+{version}</oor:items>
+"""
+_LIBREOFFICE_VERSION_ITEM = (
+    '<item oor:path="/org.openoffice.Setup/Product"><prop oor:name="ooSetupLastVersion" oor:op="fuse">'
+    "<value>{version}</value></prop></item>\n")
+
+
+@functools.cache
+def libreoffice_version() -> str | None:
+    """`major.minor` of the installed LibreOffice (Debian package libreoffice-core), None when absent."""
+    try:
+        result = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "libreoffice-core"], capture_output=True,
+                                text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    match = re.match(r"(?:\d+:)?(\d+\.\d+)", result.stdout) if result.returncode == 0 else None
+    return match.group(1) if match else None
+
+
+def libreoffice_prefs() -> str:
+    """Text of the LibreOffice profile's `registrymodifications.xcu` (see `_LIBREOFFICE_PREFS`)."""
+    version = libreoffice_version()
+    return _LIBREOFFICE_PREFS.format(version=_LIBREOFFICE_VERSION_ITEM.format(version=version) if version else "")
+
+
 _RESIZE_CONTEXTS = ("Top", "Bottom", "Left", "Right", "TLCorner", "TRCorner", "BLCorner", "BRCorner")
 
 
@@ -81,35 +154,66 @@ def openbox_config(terminal_command: str) -> str:
     return _RC_XML.format(terminal=escape(terminal_command), resize=resize)
 
 
-def _check_safe(home: Path) -> None:
+def _check_safe(directory: Path) -> None:
     # Wiping is recursive: refuse paths like `/` or `/home` that are surely not a user's home.
-    if len(home.resolve().parts) < 3:
-        raise ValueError(f"refusing to use {home} as a desktop env home (too close to /)")
+    if len(directory.resolve().parts) < 3 and directory.resolve() != Path("/tmp"):
+        raise ValueError(f"refusing to wipe {directory} (too close to /)")
 
 
-def wipe(home: Path) -> None:
-    """Delete everything inside `home` (the directory itself stays, so processes whose cwd it is
-    keep a valid cwd). Files a `sudo` command made that we may not delete are removed with
-    `sudo -n rm -rf` when that works, else left (logged)."""
-    _check_safe(home)
-    if not home.exists():
+def _sudo_remove(entry: Path, password: str) -> bool:
+    """`sudo -S rm -rf entry` with `password` on stdin (a file a task made with sudo); True when gone."""
+    if not shutil.which("sudo"):
+        return False
+    try:
+        subprocess.run(["sudo", "-S", "-p", "", "rm", "-rf", "--", str(entry)], input=f"{password}\n".encode(),
+                       capture_output=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        return False
+    return not entry.exists() and not entry.is_symlink()
+
+
+def wipe(directory: Path, password: str = "", keep: tuple[str, ...] = ()) -> None:
+    """Delete everything inside `directory` except entries matching a glob of `keep` (the directory
+    itself stays, so processes whose cwd it is keep a valid cwd). What we may not delete (made by a
+    task's `sudo`) is removed with `sudo -S` and `password`; what still resists is logged and left."""
+    _check_safe(directory)
+    if not directory.exists():
         return
-    for entry in home.iterdir():
+    for entry in directory.iterdir():
+        if any(fnmatch.fnmatch(entry.name, pattern) for pattern in keep):
+            continue
+        try:
+            _remove(entry)
+        except PermissionError:
+            if not _sudo_remove(entry, password):
+                log.warning("could not delete %s from %s", entry, directory)
+        except OSError as exc:
+            log.warning("could not delete %s from %s: %s", entry, directory, exc)
+
+
+def _remove(entry: Path, attempts: int = 5) -> None:
+    """Delete a file or tree. A process that is still exiting (a browser flushing its profile when
+    reset stopped it) may add files meanwhile: retried a few times, 0.1 s apart."""
+    for attempt in range(attempts):
         try:
             if entry.is_dir() and not entry.is_symlink():
                 shutil.rmtree(entry)
             else:
                 entry.unlink()
+            return
+        except FileNotFoundError:
+            return
         except PermissionError:
-            done = shutil.which("sudo") and subprocess.run(
-                ["sudo", "-n", "rm", "-rf", "--", str(entry)], capture_output=True, timeout=30).returncode == 0
-            if not done:
-                log.warning("could not delete %s from the env home", entry)
+            raise
+        except OSError:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.1)
 
 
-def build(home: Path, terminal_command: str) -> None:
-    """Wipe `home` and lay out a fresh one (see module doc)."""
-    wipe(home)
+def build(home: Path, terminal_command: str, password: str = "") -> None:
+    """Wipe `home` (`password`: for `sudo -S`, see `wipe`) and lay out a fresh one (see module doc)."""
+    wipe(home, password)
     home.mkdir(parents=True, exist_ok=True)
     for name in USER_DIRS:
         (home / name).mkdir(exist_ok=True)
@@ -118,3 +222,8 @@ def build(home: Path, terminal_command: str) -> None:
     (config / "openbox").mkdir(parents=True, exist_ok=True)
     (config / "openbox" / "rc.xml").write_text(openbox_config(terminal_command))
     (config / "mimeapps.list").write_text(_MIMEAPPS)
+    (config / "vlc").mkdir(exist_ok=True)
+    (config / "vlc" / "vlcrc").write_text(_VLCRC)
+    libreoffice = config / "libreoffice" / "4" / "user"
+    libreoffice.mkdir(parents=True, exist_ok=True)
+    (libreoffice / "registrymodifications.xcu").write_text(libreoffice_prefs())

@@ -1,43 +1,24 @@
-"""Env operations behind the OSWorld endpoints that are more than one call: directory trees,
-waiting for windows, opening files. They raise `OperationError` with the HTTP status to answer.
+"""Env operations behind the OSWorld endpoints that are more than one call (directory trees: `confine`):
+waiting for windows, opening files, verifying setup commands. They raise `OperationError` with
+the HTTP status to answer.
 """
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-from typing import Any
-
 from common.polling import DeadlineExceeded, wait_until
 from services.desktop_env import x11
+from services.desktop_env.commands import CommandRunner
 from services.desktop_env.x11 import WindowInfo
 
 
 class OperationError(RuntimeError):
     """An operation failed in a way the client should hear about: `status_code` is the HTTP
-    status (404 not found, 400 bad request, 500 failed)."""
+    status (404 not found, 400 bad request, 500 a failure OSWorld's server also reports as 500).
+    The server answers it with `schemas.ErrorReply`."""
 
     def __init__(self, status_code: int, message: str) -> None:
         super().__init__(message)
         self.status_code = status_code
-
-
-def directory_tree(path: Path, name: str) -> dict[str, Any]:
-    """OSWorld `/list_directory` tree: `{"type": "directory", "name", "children": [...]}` with
-    `{"type": "file", "name"}` leaves, entries sorted by name; an unreadable directory becomes
-    `{"error": message}` as in OSWorld. Raises: OperationError(400) when `path` is not a directory."""
-    if not path.is_dir():
-        raise OperationError(400, f"The provided path is not a directory: {name or path}")
-    return _tree(path, name)
-
-
-def _tree(path: Path, name: str) -> dict[str, Any]:
-    try:
-        entries = sorted(os.listdir(path))
-    except OSError as exc:
-        return {"error": str(exc)}
-    children = [_tree(path / e, e) if (path / e).is_dir() else {"type": "file", "name": e} for e in entries]
-    return {"type": "directory", "name": name, "children": children}
 
 
 def wait_for_window(display: str, name: str, strict: bool, by_class: bool, timeout_s: float) -> WindowInfo:
@@ -90,16 +71,46 @@ def close_window(display: str, name: str, strict: bool, by_class: bool, timeout_
     return window
 
 
-def window_for_file(display: str, path: Path, timeout_s: float) -> WindowInfo:
-    """Wait for a window whose title names `path` (its file name or its stem, as OSWorld's
-    `/setup/open_file` checks). Raises: OperationError(500) when none appears in time."""
+def open_and_activate(display: str, candidates: list[str], timeout_s: float) -> WindowInfo:
+    """Wait for a window whose title contains one of `candidates` (OSWorld's `/setup/open_file`
+    passes the file name and its stem, or the requested window name), then raise and focus it.
+
+    Raises: OperationError(500) naming the candidates when none appears within `timeout_s` seconds.
+    """
+    wanted = [c for c in candidates if c]
+
     def match() -> WindowInfo | None:
         for window in x11.list_windows(display):
-            if path.name in window.title or (path.stem and path.stem in window.title):
+            if any(c in window.title for c in wanted):
                 return window
         return None
 
     try:
-        return wait_until(match, timeout_s, f"a window for {path.name}", interval_s=0.1)
+        window = wait_until(match, timeout_s, f"a window titled like {wanted}", interval_s=0.1)
     except DeadlineExceeded as exc:
-        raise OperationError(500, f"Failed to find window for {path.name} within {timeout_s:g} seconds.") from exc
+        raise OperationError(500, f"Failed to find window for {wanted} within {timeout_s:g} seconds.") from exc
+    x11.activate(display, window.wid)
+    return window
+
+
+def verify(display: str, runner: CommandRunner, window_exists: str | None, command_success: str | None,
+           max_wait_s: float, interval_s: float) -> bool:
+    """Poll every `interval_s` seconds, up to `max_wait_s` (at least once), until a window whose
+    title contains `window_exists` (case-insensitive, as OSWorld greps `wmctrl -l`) is open and
+    the shell command `command_success` exits 0 within 5 s (each check only when given).
+    Source: OSWorld `desktop_env/server/main.py` `/setup/execute_with_verification`."""
+    def holds() -> bool:
+        if window_exists is not None:
+            wanted = window_exists.lower()
+            if not any(wanted in w.title.lower() for w in x11.list_windows(display)):
+                return False
+        if command_success is not None:
+            outcome = runner.run(command_success, shell=True, timeout_s=5.0)
+            if outcome.status != "success" or outcome.returncode != 0:
+                return False
+        return True
+
+    try:
+        return wait_until(holds, max_wait_s, "verification", interval_s=interval_s)
+    except DeadlineExceeded:
+        return False

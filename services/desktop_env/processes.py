@@ -49,27 +49,57 @@ def _parent_pid(pid: int) -> int | None:
         return None
 
 
+def _session_id(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return int(stat.read().rsplit(b")", 1)[1].split()[3])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def _all_pids() -> list[int]:
     return [int(name) for name in os.listdir("/proc") if name.isdigit()]
 
 
-def marked_pids(marker: str, exclude: Iterable[int] = ()) -> list[int]:
+def marked_pids(marker: str, exclude: Iterable[int] = (), cmdline_marks: Iterable[str] = ()) -> list[int]:
     """Live processes whose environment holds `CUA_DESKTOP_ENV=<marker>`, minus `exclude` and this
-    process. Processes we may not inspect (other users) are skipped."""
+    process. A process whose environment we may not read (another user's, or one in a user namespace
+    of its own, like Chromium's sandboxed renderers) belongs to the env when its nearest readable
+    ancestor does. A process whose command line holds one of `cmdline_marks` belongs too: Chromium
+    overwrites its environment block with its process titles, so its browser process is found by
+    the env's own profile directory in its arguments instead."""
     needle = f"{MARKER_VAR}={marker}".encode()
+    argument_marks = [mark.encode() for mark in cmdline_marks]
     skip = {os.getpid(), *exclude}
-    found = []
+    marked: dict[int, bool | None] = {}  # pid -> marker seen (None: environment unreadable)
     for pid in _all_pids():
-        if pid in skip:
-            continue
         try:
             with open(f"/proc/{pid}/environ", "rb") as environ:
-                entries = environ.read().split(b"\0")
+                marked[pid] = needle in environ.read().split(b"\0")
         except OSError:
-            continue
-        if needle in entries and is_alive(pid):
-            found.append(pid)
-    return found
+            marked[pid] = None
+        if argument_marks and not marked[pid]:
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                    arguments = cmdline.read()
+            except OSError:
+                continue
+            if any(mark in arguments for mark in argument_marks):
+                marked[pid] = True
+
+    def belongs(pid: int) -> bool:
+        seen: set[int] = set()
+        while pid in marked and pid not in seen:
+            if marked[pid] is not None:
+                return bool(marked[pid])
+            seen.add(pid)
+            parent = _parent_pid(pid)
+            if parent is None:
+                return False
+            pid = parent
+        return False
+
+    return [pid for pid in marked if pid not in skip and belongs(pid) and is_alive(pid)]
 
 
 def _signal_all(pids: Iterable[int], sig: signal.Signals) -> None:
@@ -135,12 +165,19 @@ class ChildRegistry:
                 if process.poll() is not None:
                     del self._children[pid]
 
-    def reap_orphans(self) -> int:
-        """Wait for zombie children that no `Popen` owns; returns how many were reaped."""
+    def reap_orphans(self, skip_session: int | None = None) -> int:
+        """Wait for zombie children that no `Popen` owns; returns how many were reaped.
+
+        `skip_session`: leave zombies of this session id alone (this server's own `subprocess.run`
+        children share its session and are reaped by their `Popen`; orphans re-parented to a PID 1
+        server come from apps started in sessions of their own).
+        """
         me, reaped = os.getpid(), 0
         with self._lock:
             for pid in _all_pids():
                 if pid in self._children or _parent_pid(pid) != me or is_alive(pid):
+                    continue
+                if skip_session is not None and _session_id(pid) in (skip_session, None):
                     continue
                 try:
                     os.waitpid(pid, os.WNOHANG)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from common.polling import DeadlineExceeded, wait_until
 from common.processes import stop_child
-from services.desktop_env import home, shims, x11
+from services.desktop_env import envvars, home, shims, x11
 from services.desktop_env.commands import CommandRunner
 from services.desktop_env.homemap import HomeMapper
 from services.desktop_env.processes import (
@@ -39,9 +39,24 @@ from services.desktop_env.terminal import TerminalLogs
 log = logging.getLogger(__name__)
 
 _START_TIMEOUT_S = 15.0
+_REAP_INTERVAL_S = 1.0
 _MODIFIER_KEYS = ("Shift_L", "Shift_R", "Control_L", "Control_R", "Alt_L", "Alt_R", "Super_L", "Super_R")
 # Variables of the server's own environment that must not leak into the desktop's children.
-_DROPPED_VARS = ("DBUS_SESSION_BUS_ADDRESS", "WAYLAND_DISPLAY", "XAUTHORITY", "XDG_SESSION_ID", "SESSION_MANAGER")
+_DROPPED_VARS = ("DBUS_SESSION_BUS_ADDRESS", "WAYLAND_DISPLAY", "XAUTHORITY", "XDG_SESSION_ID", "SESSION_MANAGER",
+                 "NO_AT_BRIDGE")
+
+
+# Accessibility on for every app (AT-SPI over the session bus), as on OSWorld's Ubuntu desktop: GTK 2/3
+# load the ATK bridge, Qt exposes its tree, LibreOffice uses its GTK 3 front end (which has one).
+_ACCESSIBILITY_VARS = {
+    "GTK_MODULES": "gail:atk-bridge",
+    "QT_ACCESSIBILITY": "1",
+    "QT_LINUX_ACCESSIBILITY_ALWAYS_ON": "1",
+    "GNOME_ACCESSIBILITY": "1",
+    "SAL_USE_VCLPLUGIN": "gtk3",
+}
+# What `/reset` keeps in a private /tmp: the X server's socket directory and lock file.
+_X_SERVER_FILES = (".X11-unix", ".X*-lock", ".ICE-unix")
 
 
 class SessionError(RuntimeError):
@@ -80,11 +95,14 @@ class DesktopSession:
                                        self.runtime_dir / "recording.mp4", self.registry)
         self._core: dict[str, subprocess.Popen[bytes]] = {}
         self._reset_lock = threading.Lock()
+        self._stopping = threading.Event()
 
     # -- environment -----------------------------------------------------------------------
     def _child_env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("DESKTOP_") and k not in _DROPPED_VARS}
-        xdg_runtime = self.runtime_dir / "xdg"
+        env = {k: v for k, v in envvars.scrub(os.environ).items()
+               if not k.startswith("DESKTOP_") and k not in _DROPPED_VARS}
+        xdg_runtime = self.xdg_runtime_dir
+        env.update(_ACCESSIBILITY_VARS)
         env.update({
             "DISPLAY": self.display,
             "HOME": str(self.home),
@@ -98,8 +116,18 @@ class DesktopSession:
         })
         env.setdefault("LANG", "C.UTF-8")
         if shutil.which("dbus-daemon"):
-            env["DBUS_SESSION_BUS_ADDRESS"] = f"unix:path={self.runtime_dir / 'bus'}"
+            env["DBUS_SESSION_BUS_ADDRESS"] = f"unix:path={self.bus_path}"
         return env
+
+    @property
+    def xdg_runtime_dir(self) -> Path:
+        """The desktop's XDG_RUNTIME_DIR (`DESKTOP_XDG_RUNTIME_DIR`, default `<runtime dir>/xdg`)."""
+        return self.settings.xdg_runtime_dir or self.runtime_dir / "xdg"
+
+    @property
+    def bus_path(self) -> Path:
+        """Socket of the desktop's D-Bus session bus: `bus` in its XDG runtime dir (as on Ubuntu)."""
+        return self.xdg_runtime_dir / "bus"
 
     # -- lifecycle -----------------------------------------------------------------------
     def start(self) -> None:
@@ -112,23 +140,30 @@ class DesktopSession:
             raise
 
     def _start(self) -> None:
-        (self.runtime_dir / "xdg").mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.xdg_runtime_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.terminals.log_dir.mkdir(parents=True, exist_ok=True)
         shims.install(self.bin_dir, self.terminals.log_path_pattern(), self.settings.client_password)
-        home.build(self.home, str(self.bin_dir / "desktop-terminal"))
+        self._build_home()
         if self.settings.start_xvfb:
             self._start_xvfb()
         else:
             self._wait("display", None, lambda: x11.display_ready(self.display))
         if "DBUS_SESSION_BUS_ADDRESS" in self.env:
-            bus = self.runtime_dir / "bus"
+            bus = self.bus_path
             self._spawn_core("dbus", ["dbus-daemon", "--session", "--nofork", "--nopidfile",
                                       f"--address=unix:path={bus}"])
             self._wait("dbus-daemon", self._core["dbus"], bus.exists)
         if self.settings.start_xvfb or not x11.wm_running(self.display):
             self._spawn_core("openbox", ["openbox", "--config-file", str(self.home / ".config/openbox/rc.xml")])
             self._wait("openbox", self._core["openbox"], lambda: x11.wm_running(self.display))
+        if os.getpid() == 1:  # a sandbox's PID 1 inherits every orphan of the env: reap them as they exit
+            threading.Thread(target=self._reap_loop, name="orphan-reaper", daemon=True).start()
         log.info("desktop %s up on %s, home %s", self.settings.env_id, self.display, self.home)
+
+    def _reap_loop(self) -> None:
+        own_session = os.getsid(0)
+        while not self._stopping.wait(_REAP_INTERVAL_S):
+            self.registry.reap_orphans(skip_session=own_session)
 
     def _start_xvfb(self) -> None:
         if display_in_use(self.settings.display_number):
@@ -165,6 +200,7 @@ class DesktopSession:
 
     def stop(self) -> None:
         """Stop the env's processes, then openbox, D-Bus and Xvfb; remove our runtime directory."""
+        self._stopping.set()
         self.recorder.abort()
         self._stop_env_processes()
         for name in ("openbox", "dbus", "xvfb"):
@@ -179,7 +215,9 @@ class DesktopSession:
     # -- reset -----------------------------------------------------------------------------
     def _stop_env_processes(self) -> None:
         core_pids = [p.pid for p in self._core.values()]
-        left = stop_pids(marked_pids(self.marker, exclude=core_pids))
+        # the `google-chrome` shim's profile in this env's home (see shims.py): Chromium's own marker
+        chrome_profile = f"--user-data-dir={self.settings.home}/.config/google-chrome"
+        left = stop_pids(marked_pids(self.marker, exclude=core_pids, cmdline_marks=[chrome_profile]))
         if left:
             log.warning("processes %s of env %s survived SIGKILL", left, self.settings.env_id)
         self.registry.prune()
@@ -195,9 +233,22 @@ class DesktopSession:
         except DeadlineExceeded:
             log.warning("windows still open after reset: %s", [w.title for w in x11.list_windows(self.display)])
 
+    def _build_home(self) -> None:
+        home.build(self.home, str(self.bin_dir / "desktop-terminal"), self.settings.client_password)
+
     def _xdotool(self, *args: str) -> None:
         subprocess.run(["xdotool", *args], env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                        timeout=5, check=False)
+
+    @property
+    def resetting(self) -> bool:
+        """True while `reset()` runs."""
+        return self._reset_lock.locked()
+
+    def wait_for_reset(self) -> None:
+        """Block until a running `reset()` has finished (at once when none runs)."""
+        with self._reset_lock:
+            pass
 
     def reset(self) -> float:
         """Back to a clean desktop: stop every process and window of the env (not Xvfb, D-Bus or
@@ -210,8 +261,10 @@ class DesktopSession:
             self.recorder.abort()
             self._stop_env_processes()
             self._close_leftover_windows()
-            home.build(self.home, str(self.bin_dir / "desktop-terminal"))
+            self._build_home()
+            if self.settings.wipe_tmp:
+                home.wipe(Path("/tmp"), self.settings.client_password, keep=_X_SERVER_FILES)
             self.terminals.clear()
-            self._xdotool("keyup", *_MODIFIER_KEYS)
+            self._xdotool("keyup", "--delay", "0", *_MODIFIER_KEYS)  # default: 12 ms after each key
             self._xdotool("mousemove", str(self.settings.width // 2), str(self.settings.height // 2))
             return (time.perf_counter() - started) * 1000.0

@@ -2,21 +2,43 @@
 
 from __future__ import annotations
 
+import os
 import socket
 from pathlib import Path
 
 from pydantic import model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from common.settings import unprefixed
+from common.settings import comma_list, unprefixed
 
 OSWORLD_HOME = "/home/user"  # the home directory every OSWorld task assumes
+POD_IP_HOST = "pod-ip"
+
+
+def pod_ip() -> str:
+    """The pod's own IP address: `POD_IP` (set from the downward API `status.podIP`), else the
+    address the host name resolves to (a pod's /etc/hosts maps it to the pod IP).
+
+    Raises: ValueError when neither gives an address."""
+    address = os.environ.get("POD_IP", "").strip()
+    if address:
+        return address
+    try:
+        return socket.gethostbyname(socket.gethostname())
+    except OSError as exc:
+        raise ValueError(f"DESKTOP_HOST=pod-ip: POD_IP is not set and the host name does not resolve ({exc})") \
+            from exc
 
 
 class DesktopEnvSettings(BaseSettings):
     """One desktop env: an X display plus the OSWorld VM server protocol on `host:port`.
 
     - `DESKTOP_HOST` / `DESKTOP_PORT`: where the HTTP server listens (OSWorld VMs use port 5000).
+      `pod-ip` means the pod's own address: `POD_IP` (Kubernetes downward API, `status.podIP`) or
+      else what the host name resolves to; the server then does not listen on every interface.
+    - `DESKTOP_FILE_ROOTS`: comma-separated directories `/file`, `/setup/upload`,
+      `/setup/download_file` and `/list_directory` may reach (after resolving `..` and symlinks);
+      default the env's home. The sandbox sets `/` (its whole root is private).
     - `DESKTOP_DISPLAY`: X display, e.g. `:99`.
     - `DESKTOP_WIDTH` / `DESKTOP_HEIGHT`: screen size in pixels (Xvfb screen 0, 24-bit).
     - `DESKTOP_HOME`: the env's home directory (HOME of every child; wiped on start and by `/reset`,
@@ -30,6 +52,10 @@ class DesktopEnvSettings(BaseSettings):
       machine's hostname when listening on all interfaces).
     - `DESKTOP_RUNTIME_DIR`: private scratch directory (terminal logs, shims, D-Bus socket); default
       a fresh temporary directory, removed on shutdown.
+    - `DESKTOP_XDG_RUNTIME_DIR`: the desktop's `XDG_RUNTIME_DIR` (its D-Bus session socket is `bus`
+      there); default `<runtime dir>/xdg`. The sandbox sets `/run/user/1000`, as on OSWorld's VMs.
+    - `DESKTOP_WIPE_TMP`: true: `/reset` also empties `/tmp` (only for a private /tmp: the sandbox
+      sets it); default false.
     - `DESKTOP_EXECUTE_TIMEOUT_S`: default `/execute` timeout in seconds (OSWorld: 120).
     - `LOG_LEVEL` (unprefixed).
     """
@@ -46,7 +72,10 @@ class DesktopEnvSettings(BaseSettings):
     client_password: str = "password"
     env_id: str = ""
     runtime_dir: Path | None = None
+    xdg_runtime_dir: Path | None = None
+    wipe_tmp: bool = False
     execute_timeout_s: float = 120.0
+    file_roots: str = ""
     log_level: str = unprefixed("LOG_LEVEL", "INFO")  # type: ignore[assignment]
 
     @model_validator(mode="after")
@@ -55,11 +84,19 @@ class DesktopEnvSettings(BaseSettings):
             raise ValueError(f"DESKTOP_DISPLAY must look like ':99', got {self.display!r}")
         if self.width <= 0 or self.height <= 0:
             raise ValueError(f"screen size must be positive, got {self.width}x{self.height}")
+        if self.host == POD_IP_HOST:
+            self.host = pod_ip()
         if not self.env_id:
             host = socket.gethostname() if self.host in ("0.0.0.0", "::", "") else self.host
             self.env_id = f"{host}:{self.port}"
         self.home = self.home.expanduser().absolute()
         return self
+
+    @property
+    def allowed_roots(self) -> list[Path]:
+        """`DESKTOP_FILE_ROOTS` as absolute, symlink-resolved paths (default: the env's home)."""
+        roots = comma_list(self.file_roots) or [str(self.home)]
+        return [Path(root).expanduser().resolve() for root in roots]
 
     @property
     def display_number(self) -> int:

@@ -7,10 +7,22 @@
 - `gnome-terminal` (only when not installed): OSWorld tasks start it; opens `desktop-terminal`.
 - `sudo` (only when not installed): runs the command as the current user, after checking the
   `-S` password when not root, so `echo {CLIENT_PASSWORD} | sudo -S ...` works.
+- `google-chrome`, `chromium` (when Debian's chromium is installed): chromium with Chrome's profile
+  directory `~/.config/google-chrome` (OSWorld's Chrome getters read `Default/Preferences`,
+  `Bookmarks`, `History` there), offline-friendly flags, the renderer's accessibility tree on, and
+  `--no-sandbox` only as root or without user namespaces (Chromium's sandbox cannot run then); other
+  arguments pass through (tasks add `--remote-debugging-port=1337`), a task's own `--user-data-dir`
+  wins (it comes later). It runs the binary by its `chrome` hard link (`CHROME_BINARY`) when there,
+  so OSWorld's `pkill chrome` stops the browser.
+- `desktop-app-ready APP` (when Debian's python3 has pyatspi): exit 0 once the app's focused widget
+  is drawn (`app_ready`, `painted`); example tasks wait for slow apps with it.
+- `nautilus` (only when not installed): OSWorld tasks open folders with it; runs pcmanfm, the file
+  manager of the desktop's mime settings.
 """
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
 import sys
@@ -67,6 +79,44 @@ exec "$@"
 """
 
 
+_CHROME = """\
+#!/bin/sh
+# Chrome for OSWorld tasks: Debian's chromium with Chrome's profile directory and offline flags.
+# Chromium's own sandbox needs user namespaces: without them (root, or a container that forbids
+# them) it would refuse to start.
+if [ "$(id -u)" = 0 ] || ! unshare --user true 2>/dev/null; then set -- --no-sandbox "$@"; fi
+# What Debian's /usr/bin/chromium wrapper adds (e.g. --disable-dev-shm-usage when /dev/shm is small,
+# as in a sandboxed env), for when the binary is run directly by its `chrome` name.
+CHROMIUM_FLAGS=""
+for file in /etc/chromium.d/*; do
+  case "$file" in */README|*.dpkg*) ;; *) [ -f "$file" ] && . "$file" ;; esac
+done
+exec {chromium} $CHROMIUM_FLAGS --user-data-dir="$HOME/.config/google-chrome" --no-first-run \\
+  --no-default-browser-check --disable-background-networking --disable-component-update --disable-sync \\
+  --password-store=basic --force-renderer-accessibility --disable-features=Translate,MediaRouter "$@"
+"""
+
+#: Debian's chromium binary under the name `chrome` (a hard link made by scripts/setup.sh and the
+#: image), so OSWorld's `pkill chrome` ends the browser as it does Google Chrome on OSWorld's VMs.
+CHROME_BINARY = "/usr/lib/chromium/chrome"
+
+_NAUTILUS = """\
+#!/bin/sh
+# nautilus stand-in for OSWorld tasks: the desktop's file manager (pcmanfm); options are dropped.
+for arg in "$@"; do case "$arg" in -*) ;; *) exec pcmanfm "$arg" ;; esac; done
+exec pcmanfm "$HOME"
+"""
+
+
+_APP_READY = """\
+#!/bin/sh
+# desktop-app-ready APP: exit 0 once APP's focused widget is drawn (AT-SPI focus, then its pixels).
+extents=$({atspi_python} {app_ready} "$@") || exit 1
+exec {python} -m services.desktop_env.painted $extents
+"""
+APP_READY_PYTHON = "/usr/bin/python3"  # Debian's interpreter, which has python3-pyatspi
+
+
 def _write_executable(path: Path, text: str) -> None:
     path.write_text(text)
     path.chmod(0o755)
@@ -91,5 +141,15 @@ def install(bin_dir: Path, log_path_pattern: str, client_password: str) -> None:
         _write_executable(bin_dir / name, python)
     if shutil.which("gnome-terminal") is None:
         _write_executable(bin_dir / "gnome-terminal", _GNOME_TERMINAL)
+    chromium = CHROME_BINARY if os.access(CHROME_BINARY, os.X_OK) else shutil.which("chromium")
+    if chromium is not None:
+        for name in ("google-chrome", "chromium"):
+            _write_executable(bin_dir / name, _CHROME.format(chromium=shlex.quote(chromium)))
+    if Path(APP_READY_PYTHON).exists():
+        ready = Path(__file__).with_name("app_ready.py")
+        _write_executable(bin_dir / "desktop-app-ready", _APP_READY.format(
+            atspi_python=APP_READY_PYTHON, app_ready=shlex.quote(str(ready)), python=shlex.quote(sys.executable)))
+    if shutil.which("nautilus") is None and shutil.which("pcmanfm") is not None:
+        _write_executable(bin_dir / "nautilus", _NAUTILUS)
     if shutil.which("sudo") is None:
         _write_executable(bin_dir / "sudo", _SUDO.format(password=shlex.quote(client_password)))

@@ -1,20 +1,29 @@
 """Small X11 queries and window actions for one display (python-xlib, wmctrl, xdpyinfo).
 
-Each call opens its own short-lived X connection (a few ms), so request threads never share an
-Xlib connection (python-xlib connections are not meant to be shared across threads).
+Connections: one python-xlib connection per (thread, display), opened on first use and kept
+(opening one costs 10-30 ms: python-xlib parses the server's connection setup and queries every
+extension). python-xlib connections are not meant to be shared across threads, so each thread has
+its own. A connection the X server closed (the display was restarted) is dropped and reopened once.
+Events the server sends unasked (MappingNotify after keymap changes) are drained so the queue of a
+long-lived connection never grows.
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TypeVar
 
 from Xlib import X
 from Xlib.display import Display
-from Xlib.error import XError, xerror_class
+from Xlib.error import ConnectionClosedError, DisplayError, XError, xerror_class
+
+T = TypeVar("T")
+_local = threading.local()
 
 
 @dataclass(frozen=True)
@@ -42,14 +51,57 @@ def repair_error_classes(conn: Display) -> Display:
     return conn
 
 
+def _connections() -> dict[str, Display]:
+    conns: dict[str, Display] | None = getattr(_local, "conns", None)
+    if conns is None:
+        conns = _local.conns = {}
+    return conns
+
+
+def _thread_connection(display: str) -> Display:
+    conns = _connections()
+    conn = conns.get(display)
+    if conn is None:
+        conn = conns[display] = repair_error_classes(Display(display))
+    return conn
+
+
+def drop_connection(display: str) -> None:
+    """Close and forget this thread's connection to `display` (the next use opens a new one)."""
+    conn = _connections().pop(display, None)
+    if conn is not None:
+        try:
+            conn.close()
+        except (OSError, DisplayError, ConnectionClosedError):  # already closed by the server
+            pass
+
+
+def with_connection(display: str, action: Callable[[Display], T]) -> T:
+    """`action(conn)` on this thread's connection to `display`; when the server closed that
+    connection (display restarted), reconnects and retries once.
+
+    Raises: Xlib's errors (DisplayConnectionError when the display is unreachable, XError).
+    """
+    for attempt in (1, 2):
+        conn = _thread_connection(display)
+        try:
+            while conn.pending_events():  # unasked events (MappingNotify): never let them pile up
+                conn.next_event()
+            return action(conn)
+        except (ConnectionClosedError, BrokenPipeError, ConnectionResetError):
+            drop_connection(display)
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
 @contextmanager
 def connect(display: str) -> Iterator[Display]:
-    """An Xlib connection to `display`, closed on exit. Raises: Xlib's errors when unreachable."""
-    conn = repair_error_classes(Display(display))
-    try:
-        yield conn
-    finally:
-        conn.close()
+    """This thread's connection to `display` (kept open for later calls; see module doc).
+
+    Raises: Xlib's errors when unreachable.
+    """
+    yield _thread_connection(display)
 
 
 def display_ready(display: str) -> bool:
@@ -64,23 +116,30 @@ def display_ready(display: str) -> bool:
 
 def wm_running(display: str) -> bool:
     """True when an EWMH window manager runs on `display` (`_NET_SUPPORTING_WM_CHECK` is set)."""
-    with connect(display) as conn:
-        prop = conn.screen().root.get_full_property(conn.intern_atom("_NET_SUPPORTING_WM_CHECK"), X.AnyPropertyType)
+    def check(conn: Display) -> bool:
+        root = conn.screen().root
+        prop = root.get_full_property(conn.intern_atom("_NET_SUPPORTING_WM_CHECK"), X.AnyPropertyType)
         return bool(prop and len(prop.value))
+
+    return with_connection(display, check)
 
 
 def screen_size(display: str) -> tuple[int, int]:
     """`(width, height)` of screen 0 in pixels."""
-    with connect(display) as conn:
+    def size(conn: Display) -> tuple[int, int]:
         screen = conn.screen()
         return int(screen.width_in_pixels), int(screen.height_in_pixels)
+
+    return with_connection(display, size)
 
 
 def cursor_position(display: str) -> tuple[int, int]:
     """Pointer position `(x, y)` in screen pixels."""
-    with connect(display) as conn:
+    def position(conn: Display) -> tuple[int, int]:
         pointer = conn.screen().root.query_pointer()
         return int(pointer.root_x), int(pointer.root_y)
+
+    return with_connection(display, position)
 
 
 def _text_property(conn: Display, window: object, name: str) -> str | None:
@@ -116,13 +175,15 @@ def _window_info(conn: Display, wid: int, active_wid: int | None) -> WindowInfo 
 
 def list_windows(display: str) -> list[WindowInfo]:
     """Managed top-level windows, oldest first (empty when no window manager runs)."""
-    with connect(display) as conn:
+    def windows(conn: Display) -> list[WindowInfo]:
         root = conn.screen().root
         clients = root.get_full_property(conn.intern_atom("_NET_CLIENT_LIST"), X.AnyPropertyType)
         active = root.get_full_property(conn.intern_atom("_NET_ACTIVE_WINDOW"), X.AnyPropertyType)
         active_wid = int(active.value[0]) if active is not None and len(active.value) else None
         infos = [_window_info(conn, int(wid), active_wid) for wid in (clients.value if clients else [])]
         return [info for info in infos if info is not None]
+
+    return with_connection(display, windows)
 
 
 def active_window(display: str) -> WindowInfo | None:
@@ -162,10 +223,35 @@ def close(display: str, wid: int) -> None:
 def kill_clients(display: str, wids: list[int]) -> None:
     """Disconnect the X clients owning `wids` (XKillClient): the last resort for windows whose
     process is not ours to signal; most toolkits exit when their connection goes."""
-    with connect(display) as conn:
+    def kill(conn: Display) -> None:
         for wid in wids:
             try:
                 conn.create_resource_object("window", wid).kill_client()
             except XError:
                 pass
         conn.sync()
+
+    with_connection(display, kill)
+
+
+def window_size(display: str, app_class_name: str) -> tuple[int, int] | None:
+    """`(width, height)` in pixels of the first managed window (`_NET_CLIENT_LIST` order) one of
+    whose WM_CLASS strings equals `app_class_name`, case-insensitively; None when there is none.
+    Source of the rule: OSWorld `desktop_env/server/main.py` `/window_size`."""
+    wanted = app_class_name.lower()
+
+    def find(conn: Display) -> tuple[int, int] | None:
+        root = conn.screen().root
+        clients = root.get_full_property(conn.intern_atom("_NET_CLIENT_LIST"), X.AnyPropertyType)
+        for wid in clients.value if clients else []:
+            window = conn.create_resource_object("window", int(wid))
+            try:
+                wm_class = window.get_wm_class()
+                if wm_class and wanted in (name.lower() for name in wm_class):
+                    geometry = window.get_geometry()
+                    return int(geometry.width), int(geometry.height)
+            except XError:  # the window went away while we looked at it
+                continue
+        return None
+
+    return with_connection(display, find)

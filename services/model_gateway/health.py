@@ -1,7 +1,9 @@
 """Active health checks: poll every replica's `GET /health` (vLLM's liveness probe) on an interval.
 
-A replica answering 200 within the timeout is healthy again at once; `unhealthy_after` consecutive failures
-(connect error, timeout, non-200) mark it unhealthy (see `ReplicaPool.record_failure`).
+A 200 within the timeout counts as a probe success (see `ReplicaPool.record_success`: it moves an open
+breaker past its cooldown to half-open and closes a half-open one); a connect error, timeout or non-200 is a
+failure. A replica that sends `X-Model-Version` on its health answer (the scripted policy does) has its
+version recorded, so requests that ask for a version can be routed before its first completion.
 """
 
 from __future__ import annotations
@@ -27,16 +29,19 @@ async def check_once(pool: ReplicaPool, client: httpx.AsyncClient, timeout_s: fl
             response = await client.get(f"{replica.url}/health", timeout=httpx.Timeout(timeout_s))
             ok = response.status_code == 200
         except httpx.HTTPError:
-            ok = False
-        if ok:
-            if not replica.healthy:
-                log.info("replica %s healthy again", replica.id)
-            pool.record_success(replica)
+            ok, response = False, None
+        if ok and response is not None:
+            was = replica.breaker
+            pool.record_success(replica, probe=True)
+            if replica.breaker != was:
+                log.info("replica %s breaker %s -> %s", replica.id, was.value, replica.breaker.value)
+            if not replica.reloading:
+                pool.set_version(replica, response.headers.get("x-model-version"))
         else:
             was_healthy = replica.healthy
             pool.record_failure(replica)
             if was_healthy and not replica.healthy:
-                log.warning("replica %s marked unhealthy", replica.id)
+                log.warning("replica %s breaker open", replica.id)
 
     await asyncio.gather(*(probe(rid) for rid in list(pool.replicas)))
 

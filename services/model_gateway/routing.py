@@ -1,80 +1,180 @@
-"""Sticky routing: an episode stays on its replica (vLLM prefix cache); new episodes go to the least loaded.
+"""Routing: consistent hashing with bounded loads and sticky per-episode pins.
 
-Decisions (the `decision` label of the routing metric): `sticky` (pinned replica still routable), `new`
-(no key, unknown key or expired pin) and `migrated` (the pinned replica is unhealthy, draining, removed or
-was just tried and failed).
+New episodes hash onto a ring of virtual nodes (`vnodes` per replica) and take the first replica clockwise
+whose load (pinned episodes) is below `ceil((1 + epsilon) * (total + 1) / n)`: "Consistent Hashing with
+Bounded Loads", Mirrokni, Thorup, Zadimoghaddam (SODA 2018). An episode stays pinned to its replica (the
+replica's prefix cache holds its conversation) and moves only when that replica is unhealthy, draining,
+removed, serves a version the request does not accept, just failed for it, or is overloaded (its load is
+above the bound). Adding a replica moves no pinned episode; removing one moves only its own episodes.
+
+Decisions (the `decision` label of the routing metric): `sticky`, `new` (no pin), `migrated` (the pinned
+replica cannot serve) and `overload` (moved off an overloaded replica). Requests without a session key go
+to the eligible replica with the fewest in-flight requests.
 """
 
 from __future__ import annotations
 
-import json
+import bisect
+import hashlib
+import math
+import re
 import time
-from collections import Counter, OrderedDict
-from collections.abc import Mapping
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
 
 from services.model_gateway.replicas import Replica, ReplicaPool
 
+# `"user": "<id>"` as a JSON member; `"role": "user"` never matches (no colon follows that `"user"`), and
+# inside a JSON string the quotes would be escaped. Bounded length: no backtracking over megabytes.
+_USER_FIELD = re.compile(rb'"user"\s*:\s*"([^"\\]{1,256})"')
+_STREAM_TRUE = re.compile(rb'"stream"\s*:\s*true\b')
+
 
 def session_key(headers: Mapping[str, str], body: bytes) -> str | None:
-    """`X-Episode-Id`, else `X-Session-Id`, else the body's `user` field, else None.
+    """`X-Episode-Id`, else `X-Session-Id`, else the body's `"user": "<id>"` member, else None.
 
-    The JSON body (bytes, possibly megabytes) is parsed only when no header names the session and the
-    bytes `"user"` occur in it.
+    The body is scanned with a byte regex, never JSON-parsed (it may be megabytes, on the event loop).
     """
     for name in ("x-episode-id", "x-session-id"):
         value = headers.get(name)
         if value:
             return value
-    if b'"user"' in body:
-        try:
-            data = json.loads(body)
-        except ValueError:
-            return None
-        user = data.get("user") if isinstance(data, dict) else None
-        return str(user) if user else None
-    return None
+    if b'"user"' not in body:
+        return None
+    match = _USER_FIELD.search(body)
+    return match.group(1).decode("utf-8", "replace") if match else None
 
 
-class StickyRouter:
-    """Session -> replica id map: a bounded LRU (`max_sessions`) whose entries expire after `ttl_s` seconds.
+def wants_stream(body: bytes) -> bool:
+    """True when the body holds the JSON member `"stream": true` (a byte scan, no parse)."""
+    return b'"stream"' in body and _STREAM_TRUE.search(body) is not None
 
-    New sessions and sessions without a key go to the routable replica with the fewest in-flight requests;
-    ties go to the one with the fewest pinned sessions (which spreads episodes that start one after the
-    other), then the lowest id.
+
+def ring_hash(key: str) -> int:
+    """64-bit BLAKE2b hash of `key` (stable across processes, unlike `hash()`)."""
+    return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "big")
+
+
+Accept = Callable[[Replica], bool]
+
+
+class ConsistentRouter:
+    """Session -> replica pins over a bounded-load consistent-hash ring.
+
+    Pins form an LRU bounded by `max_sessions` whose entries expire after `ttl_s` seconds unused (an episode
+    that stopped calling no longer counts as load). `epsilon` is the load slack: no replica takes a new
+    episode while it holds more than `ceil((1 + epsilon) * average)`.
     """
 
-    def __init__(self, pool: ReplicaPool, ttl_s: float, max_sessions: int) -> None:
+    def __init__(self, pool: ReplicaPool, ttl_s: float, max_sessions: int, epsilon: float = 0.25,
+                 vnodes: int = 100, clock: Callable[[], float] = time.monotonic) -> None:
         self.pool = pool
         self.ttl_s = ttl_s
         self.max_sessions = max_sessions
+        self.epsilon = epsilon
+        self.vnodes = vnodes
+        self.clock = clock
         self.sessions: OrderedDict[str, tuple[str, float]] = OrderedDict()  # key -> (replica id, last use)
-        self.pinned: Counter[str] = Counter()
+        self._ring_ids: tuple[str, ...] = ()
+        self._ring: list[tuple[int, str]] = []
+        self._ring_keys: list[int] = []
 
-    def least_loaded(self, exclude: set[str] | None = None) -> Replica | None:
-        """The routable replica (not in `exclude`) with the fewest in-flight requests, or None."""
-        excluded = exclude or set()
-        candidates = [r for r in self.pool.routable() if r.id not in excluded]
+    # -- the ring ---------------------------------------------------------------------------------
+    def _ring_points(self) -> list[tuple[int, str]]:
+        ids = tuple(self.pool.replicas)
+        if ids != self._ring_ids:
+            self._ring = sorted((ring_hash(f"{rid}#{i}"), rid) for rid in ids for i in range(self.vnodes))
+            self._ring_keys = [h for h, _ in self._ring]
+            self._ring_ids = ids
+        return self._ring
+
+    def capacity(self) -> int:
+        """Episodes a replica may hold before a new one skips it: ceil((1+eps) * (m+1) / n), m pinned
+        episodes, n routable replicas."""
+        return math.ceil((1.0 + self.epsilon) * self._average(extra=1))
+
+    def _average(self, extra: int = 0) -> float:
+        """Pinned episodes (all of them, also those whose replica left) per routable replica."""
+        return (len(self.sessions) + extra) / max(1, len(self.pool.routable()))
+
+    def overloaded(self, replica: Replica, candidates: list[Replica]) -> bool:
+        """True when `replica` holds more than ceil((1+eps) * average) episodes (it counts itself)."""
+        if len(candidates) <= 1:
+            return False
+        return replica.sessions > math.ceil((1.0 + self.epsilon) * self._average())
+
+    def hashed(self, key: str, candidates: list[Replica]) -> Replica | None:
+        """The first candidate clockwise from `key`'s hash whose load is under the bound."""
         if not candidates:
             return None
-        return min(candidates, key=lambda r: (r.in_flight, self.pinned[r.id], r.id))
+        by_id = {r.id: r for r in candidates}
+        cap = self.capacity()
+        ring = self._ring_points()
+        start = bisect.bisect(self._ring_keys, ring_hash(key))
+        seen: set[str] = set()
+        for i in range(len(ring)):
+            rid = ring[(start + i) % len(ring)][1]
+            if rid in seen or rid not in by_id:
+                continue
+            seen.add(rid)
+            if by_id[rid].sessions < cap:
+                return by_id[rid]
+            if len(seen) == len(by_id):
+                break
+        return min(candidates, key=lambda r: (r.sessions, r.id))
 
-    def route(self, key: str | None, exclude: set[str] | None = None) -> tuple[Replica | None, str]:
+    # -- routing ----------------------------------------------------------------------------------
+    def candidates(self, exclude: set[str] | None = None, accept: Accept | None = None) -> list[Replica]:
+        """Routable replicas not in `exclude` that `accept` (a version check) lets through."""
+        excluded = exclude or set()
+        return [r for r in self.pool.routable() if r.id not in excluded and (accept is None or accept(r))]
+
+    def least_loaded(self, exclude: set[str] | None = None, accept: Accept | None = None) -> Replica | None:
+        """The eligible replica with the fewest in-flight requests (then pinned episodes, then id), or None."""
+        candidates = self.candidates(exclude, accept)
+        return min(candidates, key=lambda r: (r.in_flight, r.sessions, r.id)) if candidates else None
+
+    def route(self, key: str | None, exclude: set[str] | None = None,
+              accept: Accept | None = None) -> tuple[Replica | None, str]:
         """Pick a replica for a request with session `key`; returns (replica or None, decision)."""
-        now = time.monotonic()
+        if key is None:
+            return self.least_loaded(exclude, accept), "new"
+        now = self.clock()
         self._expire(now)
+        candidates = self.candidates(exclude, accept)
         decision = "new"
-        if key is not None and key in self.sessions:
-            rid, _ = self.sessions[key]
-            replica = self.pool.get(rid)
-            if replica is not None and replica.routable and rid not in (exclude or set()):
-                self.sessions[key] = (rid, now)
-                self.sessions.move_to_end(key)
-                return replica, "sticky"
-            decision = "migrated"
-        replica = self.least_loaded(exclude)
-        if replica is not None and key is not None:
-            self._pin(key, replica.id, now)
+        pin = self.sessions.get(key)
+        if pin is not None:
+            current = next((r for r in candidates if r.id == pin[0]), None)
+            if current is not None:
+                if not self.overloaded(current, candidates):
+                    self.sessions[key] = (current.id, now)
+                    self.sessions.move_to_end(key)
+                    return current, "sticky"
+                decision = "overload"
+            else:
+                decision = "migrated"
+            self._unpin(key)
+            candidates = [r for r in candidates if r.id != pin[0]] or candidates
+        replica = self.hashed(key, candidates)
+        if replica is not None:
+            self._pin(key, replica, now)
         return replica, decision
+
+    def forget(self, key: str) -> None:
+        """Drop a session's pin (e.g. its replica failed it); its next request is routed anew."""
+        self._unpin(key)
+
+    # -- pins -------------------------------------------------------------------------------------
+    def _adjust(self, rid: str, delta: int) -> None:
+        replica = self.pool.get(rid)
+        if replica is not None:
+            replica.sessions = max(0, replica.sessions + delta)
+
+    def _unpin(self, key: str) -> None:
+        previous = self.sessions.pop(key, None)
+        if previous is not None:
+            self._adjust(previous[0], -1)
 
     def _expire(self, now: float) -> None:
         """Drop pins unused for more than `ttl_s` (the LRU order puts the oldest first)."""
@@ -83,14 +183,12 @@ class StickyRouter:
             if now - seen <= self.ttl_s:
                 return
             del self.sessions[key]
-            self.pinned[rid] -= 1
+            self._adjust(rid, -1)
 
-    def _pin(self, key: str, rid: str, now: float) -> None:
-        previous = self.sessions.pop(key, None)
-        if previous is not None:
-            self.pinned[previous[0]] -= 1
-        self.sessions[key] = (rid, now)
-        self.pinned[rid] += 1
+    def _pin(self, key: str, replica: Replica, now: float) -> None:
+        self._unpin(key)
+        self.sessions[key] = (replica.id, now)
+        replica.sessions += 1
         while len(self.sessions) > self.max_sessions:
             _, (old_rid, _) = self.sessions.popitem(last=False)
-            self.pinned[old_rid] -= 1
+            self._adjust(old_rid, -1)

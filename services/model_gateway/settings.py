@@ -1,21 +1,21 @@
 """Gateway settings (environment variables `GATEWAY_*`); every timeout is explicit, in seconds.
 
-`GATEWAY_REPLICAS` is a comma-separated list of replica base URLs (`http://host:port`); the others are
-`GATEWAY_HOST`, `GATEWAY_PORT`, `GATEWAY_HEALTH_INTERVAL_S`, `GATEWAY_HEALTH_TIMEOUT_S`,
-`GATEWAY_CONNECT_TIMEOUT_S`, `GATEWAY_READ_TIMEOUT_S`, `GATEWAY_WRITE_TIMEOUT_S`, `GATEWAY_POOL_TIMEOUT_S`,
-`GATEWAY_MAX_RETRIES`, `GATEWAY_UNHEALTHY_AFTER`, `GATEWAY_MODEL_VERSION`, `GATEWAY_STICKY_TTL_S`,
-`GATEWAY_MAX_SESSIONS`, `GATEWAY_MAX_CONNECTIONS`.
+`GATEWAY_REPLICAS` is a comma-separated list of replica base URLs (`http://host:port`). See README
+("Model gateway") for every variable.
 """
 
 from __future__ import annotations
 
+from typing import Literal
+
+from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
 from common.settings import ServiceSettings, comma_list
 
 
 class GatewaySettings(ServiceSettings):
-    """Replicas, timeouts (s), health checking and stickiness of the gateway."""
+    """Replicas, timeouts (s), health checking, routing, reloads and auth of the gateway."""
 
     model_config = SettingsConfigDict(env_prefix="GATEWAY_", extra="ignore", populate_by_name=True)
 
@@ -25,17 +25,30 @@ class GatewaySettings(ServiceSettings):
     health_interval_s: float = 2.0
     health_timeout_s: float = 2.0
     connect_timeout_s: float = 2.0
-    read_timeout_s: float = 300.0
+    read_timeout_s: float = 280.0
     write_timeout_s: float = 30.0
     pool_timeout_s: float = 10.0
+    request_timeout_s: float = Field(default=290.0, gt=0)
     max_retries: int = 2
     unhealthy_after: int = 3
+    breaker_cooldown_s: float = Field(default=5.0, ge=0)
     model_version: str = "unknown"
-    sticky_ttl_s: float = 3600.0
+    sticky_ttl_s: float = 600.0
     max_sessions: int = 100_000
     max_connections: int = 1000
+    load_epsilon: float = Field(default=0.25, gt=0)
+    version_wait_s: float = Field(default=60.0, ge=0)
+    reload_method: Literal["vllm_lora", "vllm_sleep", "command"] = "vllm_lora"
+    reload_command: str = ""
+    admin_token: str = ""
+    api_keys: str = ""
 
     @property
     def replica_urls(self) -> list[str]:
         """`replicas` split on commas."""
         return [url.rstrip("/") for url in comma_list(self.replicas)]
+
+    @property
+    def api_key_list(self) -> list[str]:
+        """`api_keys` split on commas (empty: the OpenAI routes are open)."""
+        return comma_list(self.api_keys)

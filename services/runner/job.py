@@ -1,49 +1,98 @@
-"""The RQ job function: one rollout (task x rollout index), retried by RQ on infrastructure failure."""
+"""The RQ job function: one rollout (task x rollout index).
+
+Only infrastructure failures are retried (RQ `Retry`, enqueued at the front of the queue, see
+`services/task_producer/queueing.py`), and on another env when one is free: the env ids of failed
+attempts travel in the job's `meta["failed_envs"]`. Deterministic failures return normally (never
+retried); a bug (`runner_error`) is recorded, then fails the job with no retry left, so it shows in
+RQ's failed-job registry with its traceback.
+"""
 
 from __future__ import annotations
 
 import logging
 from typing import Any
 
+import redis
 from rq import get_current_job
 
 from common import keys
 from common.run import RolloutJob
+from common.runstate import load_rollout
 from common.service import redis_client
+from services.runner.publisher import BackpressureTimeout
+from services.runner.reaper import JobHeartbeat
 from services.runner.rollout import RolloutRunner
 from services.runner.settings import RunnerSettings
 
 log = logging.getLogger(__name__)
 
+#: `Job.meta` key listing the env ids where earlier attempts of the rollout failed.
+FAILED_ENVS_META = "failed_envs"
+
 
 class InfraFailure(RuntimeError):
-    """Raised so RQ retries the rollout on a fresh env (model_error, env_error, env_init_failed)."""
+    """Raised so RQ retries the rollout (model_error, env_error, env_init_failed)."""
+
+
+class RunnerBug(RuntimeError):
+    """Raised after a `runner_error` was recorded: fails the RQ job loudly, never retried."""
 
 
 def run_rollout(payload: dict[str, Any]) -> dict[str, Any]:
     """RQ entry point (`services.runner.job.run_rollout`); `payload` is a `RolloutJob` as JSON.
 
     Returns `{"rollout_id", "status", "reward", "num_steps", "attempt"}`. Raises: InfraFailure for an
-    infrastructure failure, so RQ's `Retry` runs it again (the last attempt's status is recorded first).
+    infrastructure failure, so RQ's `Retry` runs it again (the last attempt's status is recorded first);
+    RunnerBug for an unexpected exception (recorded as `runner_error` with its traceback; no retry);
+    a Redis error as it is (RQ retries it).
     """
     settings = RunnerSettings()
     job = RolloutJob.model_validate(payload)
     client = redis_client(settings.redis_url)
     try:
-        attempt = int(client.incr(keys.attempt_counter(job.rollout_id)))  # type: ignore[arg-type]
-        rq_job = get_current_job()
-        final_attempt = rq_job is None or not rq_job.retries_left
-        outcome = RolloutRunner(client, settings).run(job, attempt, final_attempt)
-        log.info("rollout %s attempt %d: %s reward=%s", job.rollout_id, attempt, outcome.status.value,
-                 outcome.reward)
-        if outcome.status.is_infra_failure:
-            raise InfraFailure(f"{job.rollout_id} attempt {attempt}: {outcome.status.value}: {outcome.error}")
-        return {
-            "rollout_id": job.rollout_id,
-            "status": outcome.status.value,
-            "reward": outcome.reward,
-            "num_steps": outcome.num_steps,
-            "attempt": attempt,
-        }
+        finished = load_rollout(client, job.run_id, job.rollout_id)
+        if finished is not None and finished.status.is_terminal:
+            # RQ runs a job again when its process died after the rollout was recorded: never run it twice.
+            log.warning("rollout %s already ended (%s, attempt %d): not run again", job.rollout_id,
+                        finished.status.value, finished.attempt)
+            return _result(finished.rollout_id, finished.status.value, finished.reward, finished.num_steps,
+                           finished.attempt)
+        with JobHeartbeat(client, job.job_id, settings.heartbeat_ttl_s):
+            return _attempt(client, settings, job)
     finally:
         client.close()
+
+
+def _result(rollout_id: str, status: str, reward: float | None, num_steps: int, attempt: int) -> dict[str, Any]:
+    return {"rollout_id": rollout_id, "status": status, "reward": reward, "num_steps": num_steps, "attempt": attempt}
+
+
+def _attempt(client: redis.Redis, settings: RunnerSettings, job: RolloutJob) -> dict[str, Any]:
+    """One attempt of `job` (see `run_rollout`)."""
+    attempt = int(client.incr(keys.attempt_counter(job.rollout_id)))  # type: ignore[arg-type]
+    rq_job = get_current_job()
+    final_attempt = rq_job is None or not rq_job.retries_left
+    failed_envs = list(rq_job.meta.get(FAILED_ENVS_META, [])) if rq_job is not None else []
+    runner = RolloutRunner(client, settings)
+    try:
+        outcome = runner.run(job, attempt, final_attempt, avoid_envs=failed_envs)
+    except (redis.RedisError, BackpressureTimeout):
+        raise  # Redis itself failed: infrastructure, RQ retries the job (the on_failure callback records it)
+    except Exception as exc:  # a bug outside the episode: shown as one, never retried
+        log.exception("rollout %s: runner bug", job.rollout_id)
+        runner.record_bug(job, attempt, exc)
+        if rq_job is not None:
+            rq_job.retries_left = 0
+        raise RunnerBug(f"{job.rollout_id} attempt {attempt}: {exc!r}") from exc
+    log.info("rollout %s attempt %d: %s reward=%s", job.rollout_id, attempt, outcome.status.value,
+             outcome.reward)
+    if outcome.status.is_infra_failure:
+        if rq_job is not None and outcome.env_id:
+            rq_job.meta[FAILED_ENVS_META] = [*failed_envs, outcome.env_id]
+            rq_job.save_meta()
+        raise InfraFailure(f"{job.rollout_id} attempt {attempt}: {outcome.status.value}: {outcome.error}")
+    if outcome.status.is_bug:
+        if rq_job is not None:
+            rq_job.retries_left = 0  # a bug repeats: never retried
+        raise RunnerBug(f"{job.rollout_id} attempt {attempt}: {outcome.error}")
+    return _result(job.rollout_id, outcome.status.value, outcome.reward, outcome.num_steps, attempt)

@@ -8,6 +8,12 @@ from typing import Any
 
 import httpx
 
+from common.versions import min_version_for
+from common.vllm_protocol import token_id_of
+
+#: Share of the runner's model timeout given to the gateway as its deadline (`X-Request-Timeout-S`).
+GATEWAY_DEADLINE_SHARE = 0.95
+
 
 class ModelError(RuntimeError):
     """The gateway or model failed (transport error, timeout, non-2xx, or a malformed reply)."""
@@ -15,7 +21,8 @@ class ModelError(RuntimeError):
 
 @dataclass(frozen=True)
 class ModelReply:
-    """One completion: text, optional token ids / logprobs, usage, served version and replica, latency (ms)."""
+    """One completion: text, token ids (prompt and response) and response logprobs when the server gives
+    them, usage, served version and replica, latency (ms)."""
 
     text: str
     token_ids: list[int] | None
@@ -25,17 +32,48 @@ class ModelReply:
     model_version: str | None
     replica: str | None
     model_ms: float
+    prompt_token_ids: list[int] | None = None
+
+
+def version_headers(policy_version: str | None, max_staleness: int | None) -> dict[str, str]:
+    """The gateway's version headers for a run: exact `X-Policy-Version`, or with `max_staleness`
+    `X-Min-Policy-Version` (`policy_version` minus `max_staleness`, see `common.versions`)."""
+    if not policy_version:
+        return {}
+    if max_staleness is None:
+        return {"X-Policy-Version": policy_version}
+    return {"X-Min-Policy-Version": min_version_for(policy_version, max_staleness)}
+
+
+def read_tokens(payload: dict[str, Any], choice: dict[str, Any]) -> tuple[list[int] | None, list[float] | None,
+                                                                           list[int] | None]:
+    """(response token ids, response logprobs, prompt token ids) of a vLLM chat completion.
+
+    vLLM's formats (`common.vllm_protocol`): `choices[0].token_ids` and top-level `prompt_token_ids` (with
+    `return_token_ids`); `choices[0].logprobs.content[*].logprob`; without `token_ids`, ids are read from
+    `token_id:<id>` token strings (`return_tokens_as_token_ids`). Missing parts are None.
+    """
+    items = (choice.get("logprobs") or {}).get("content") or None
+    logprobs = [float(i["logprob"]) for i in items] if items else None
+    token_ids = choice.get("token_ids")
+    if token_ids is None and items:
+        ids = [token_id_of(str(i.get("token", ""))) for i in items]
+        token_ids = [i for i in ids if i is not None] if all(i is not None for i in ids) else None
+    return token_ids, logprobs, payload.get("prompt_token_ids")
 
 
 class ModelClient:
     """Sync client of `POST {gateway}/v1/chat/completions` with explicit timeouts.
 
-    Sends `X-Episode-Id: <rollout id>` so the gateway keeps the episode on one replica (prefix cache).
-    Reads token ids from vLLM's `choices[0].token_ids` and logprobs from `choices[0].logprobs.content`.
+    Sends `X-Episode-Id: <rollout id>` so the gateway keeps the episode on one replica (prefix cache), the
+    run's version headers (`version_headers`) and `X-Request-Timeout-S` a little under this client's own
+    timeout, so the gateway gives up (and stops its replicas) before the runner does. With `logprobs`
+    sampling it asks vLLM for token ids too (`return_token_ids`, `return_tokens_as_token_ids`).
     """
 
     def __init__(self, gateway_url: str, timeout_s: float, connect_timeout_s: float) -> None:
         self.url = gateway_url.rstrip("/") + "/v1/chat/completions"
+        self.timeout_s = timeout_s
         self.http = httpx.Client(timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s))
 
     def close(self) -> None:
@@ -49,14 +87,15 @@ class ModelClient:
         sampling: dict[str, Any],
         episode_id: str,
         policy_version: str | None = None,
+        max_staleness: int | None = None,
     ) -> ModelReply:
-        """One chat completion. Raises: ModelError naming the failure."""
+        """One chat completion. Raises: ModelError naming the failure (a 409 names the available versions)."""
         body: dict[str, Any] = {"model": model, "messages": messages, **sampling}
         if sampling.get("logprobs"):
             body["return_token_ids"] = True
-        headers = {"X-Episode-Id": episode_id}
-        if policy_version:
-            headers["X-Policy-Version"] = policy_version
+            body["return_tokens_as_token_ids"] = True
+        headers = {"X-Episode-Id": episode_id, **version_headers(policy_version, max_staleness),
+                   "X-Request-Timeout-S": f"{max(1.0, self.timeout_s * GATEWAY_DEADLINE_SHARE):.3f}"}
         start = time.perf_counter()
         try:
             response = self.http.post(self.url, json=body, headers=headers)
@@ -69,17 +108,18 @@ class ModelClient:
             payload = response.json()
             choice = payload["choices"][0]
             text = choice["message"]["content"] or ""
-        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            token_ids, logprobs, prompt_ids = read_tokens(payload, choice)
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
             raise ModelError(f"malformed completion: {exc!r}") from exc
-        logprob_items = ((choice.get("logprobs") or {}).get("content")) or None
         usage = payload.get("usage") or {}
         return ModelReply(
             text=text,
-            token_ids=choice.get("token_ids"),
-            logprobs=[float(i["logprob"]) for i in logprob_items] if logprob_items else None,
+            token_ids=token_ids,
+            logprobs=logprobs,
             prompt_tokens=int(usage.get("prompt_tokens", 0)),
             completion_tokens=int(usage.get("completion_tokens", 0)),
             model_version=response.headers.get("X-Model-Version"),
             replica=response.headers.get("X-Replica"),
             model_ms=model_ms,
+            prompt_token_ids=prompt_ids,
         )

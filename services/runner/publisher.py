@@ -2,41 +2,72 @@
 
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 import redis
 
 from common import keys
 from common.events import EpisodeEvent, StepEvent, encode_event
 
+log = logging.getLogger(__name__)
+_T = TypeVar("_T")
+
 
 class BackpressureTimeout(RuntimeError):
     """The stream stayed above its backlog limit for too long (the sink is down or too slow)."""
 
 
+def stream_bytes(client: redis.Redis, stream: str = keys.EVENTS_STREAM) -> int:
+    """Bytes the stream takes in Redis (`MEMORY USAGE key SAMPLES 0`: every node counted); 0 when missing."""
+    used = client.memory_usage(stream, samples=0)
+    return int(used or 0)  # type: ignore[arg-type]
+
+
+def retry_redis(call: Callable[[], _T], within_s: float, what: str, interval_s: float = 0.5) -> _T:
+    """Call `call`, retrying on Redis errors and backpressure timeouts for up to `within_s` seconds.
+    Raises: the last error once the time is up."""
+    deadline = time.monotonic() + within_s
+    while True:
+        try:
+            return call()
+        except (redis.RedisError, BackpressureTimeout) as exc:
+            if time.monotonic() >= deadline:
+                raise
+            log.warning("%s failed (%r); retrying", what, exc)
+            time.sleep(interval_s)
+
+
 class EventPublisher:
     """XADD events to `keys.EVENTS_STREAM`. Never trims (MAXLEN would drop unpersisted entries).
 
-    Before each XADD, while XLEN > `backlog_limit` entries, waits (polling) up to `wait_s` seconds for
-    the sink to catch up (the sink deletes entries once persisted). Raises: BackpressureTimeout.
+    Before each XADD, while the stream takes more than `backlog_bytes` bytes of Redis memory (the
+    sink deletes entries once persisted, so this is the unpersisted backlog: PNGs make entries of very
+    different sizes, so bytes, not entry counts, bound Redis memory), waits (polling) up to `wait_s`
+    seconds for the sink to catch up. Raises: BackpressureTimeout.
     """
 
-    def __init__(self, client: redis.Redis, backlog_limit: int, wait_s: float) -> None:
+    def __init__(self, client: redis.Redis, backlog_bytes: int, wait_s: float) -> None:
         self.client = client
-        self.backlog_limit = backlog_limit
+        self.backlog_bytes = backlog_bytes
         self.wait_s = wait_s
 
     def _wait_for_room(self) -> None:
         deadline = time.monotonic() + self.wait_s
-        while int(self.client.xlen(keys.EVENTS_STREAM)) > self.backlog_limit:  # type: ignore[arg-type]
+        while (used := stream_bytes(self.client)) > self.backlog_bytes:
             if time.monotonic() >= deadline:
                 raise BackpressureTimeout(
-                    f"event stream above {self.backlog_limit} entries for {self.wait_s:.0f}s: is the sink running?"
+                    f"event stream above {self.backlog_bytes} bytes ({used}) for {self.wait_s:.0f}s: "
+                    "is the sink running?"
                 )
             time.sleep(0.1)
 
-    def publish(self, event: StepEvent | EpisodeEvent, png: bytes | None = None) -> str:
-        """Append one event (and its PNG for steps); returns the stream entry id."""
-        self._wait_for_room()
+    def publish(self, event: StepEvent | EpisodeEvent, png: bytes | None = None, wait: bool = True) -> str:
+        """Append one event (and its PNG for steps); returns the stream entry id. `wait=False` skips
+        the backpressure wait (small end events, which let the sink finish a trajectory)."""
+        if wait:
+            self._wait_for_room()
         entry_id = self.client.xadd(keys.EVENTS_STREAM, encode_event(event, png))  # type: ignore[arg-type]
         return entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)

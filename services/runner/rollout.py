@@ -1,61 +1,52 @@
 """One attempt of one rollout: lease env -> setup -> step loop -> evaluate -> release (SPEC section 4).
 
-The outcome is exactly one terminal `RolloutStatus`; infrastructure failures are reported as such so
-the job layer can retry them on a fresh env.
+The outcome is exactly one terminal `RolloutStatus`. Infrastructure failures (env transport, model
+gateway) are reported as such so the job layer can retry them on another env; deterministic failures
+(`setup_error`, `eval_error`) and bugs (`runner_error`, any unexpected exception, with its traceback)
+are not retried.
 """
 
 from __future__ import annotations
 
+import base64
 import logging
 import time
-from dataclasses import dataclass, field
+import traceback
+from collections.abc import Callable, Collection
+from functools import partial
 from typing import Any
 
 import redis
 
 from common.env_client import DesktopEnvClient, EnvError
-from common.envpool import EnvPool, Lease, LeaseKeeper, NoEnvAvailable
-from common.events import EpisodeEvent, ExecResult, StepEvent, StepTimings, Usage
+from common.envpool import EnvPool, Lease, LeaseKeeper
+from common.events import EpisodeEvent
 from common.run import RolloutJob, trajectory_prefix
 from common.runstate import RolloutRecord, is_cancelled, record_rollout
 from common.status import RolloutStatus
-from services.runner.agent.parser import ParseError
 from services.runner.agent.ui_tars import UITarsAgent
-from services.runner.model_client import ModelClient, ModelError, ModelReply
+from services.runner.envs import EnvRequest, EnvUnavailable, make_provider
+from services.runner.metrics import LEASE_WAIT_SECONDS, observe_attempt
+from services.runner.model_client import ModelClient
 from services.runner.osworld import EvalContext, EvalError, SetupContext, SetupError, evaluate, run_setup
-from services.runner.publisher import EventPublisher
+from services.runner.osworld.evidence import Evidence
+from services.runner.outcome import EpisodeStop, RolloutOutcome, StepTotals
+from services.runner.publisher import BackpressureTimeout, EventPublisher, retry_redis
 from services.runner.settings import RunnerSettings
+from services.runner.steps import Episode, StepLoop
 
 log = logging.getLogger(__name__)
 
+#: Characters of a traceback kept in a `runner_error` rollout's `error` (the end, where the cause is).
+TRACEBACK_CHARS = 4000
 
-@dataclass
-class RolloutOutcome:
-    """Result of one attempt: terminal status, reward (None unless rewarded), steps, error text."""
-
-    status: RolloutStatus
-    reward: float | None = None
-    num_steps: int = 0
-    error: str | None = None
-    last_action: str | None = None
-    env_id: str | None = None
-    timings: dict[str, float] = field(default_factory=dict)
+__all__ = ["RolloutOutcome", "RolloutRunner", "bug_report"]
 
 
-@dataclass
-class _StepTotals:
-    model_ms: float = 0.0
-    env_ms: float = 0.0
-    versions: list[str] = field(default_factory=list)
-
-
-class _Stop(Exception):
-    """Internal: ends the step loop with a terminal status."""
-
-    def __init__(self, status: RolloutStatus, error: str | None = None) -> None:
-        super().__init__(error or status.value)
-        self.status = status
-        self.error = error
+def bug_report(exc: BaseException) -> str:
+    """`runner error: <exc>` and the end of its traceback (at most `TRACEBACK_CHARS` characters)."""
+    text = "".join(traceback.format_exception(exc))
+    return f"runner error: {exc!r}\n{text[-TRACEBACK_CHARS:]}"
 
 
 class RolloutRunner:
@@ -65,7 +56,9 @@ class RolloutRunner:
         self.client = client
         self.settings = settings
         self.pool = EnvPool(client)
-        self.publisher = EventPublisher(client, settings.stream_backlog_limit, settings.backpressure_wait_s)
+        self.provider = make_provider(settings, client)
+        self.publisher = EventPublisher(client, settings.stream_backlog_bytes, settings.backpressure_wait_s)
+        self.steps = StepLoop(client, settings, self.publisher)
 
     # -- bookkeeping -------------------------------------------------------------------------
     def _record(self, job: RolloutJob, attempt: int, status: RolloutStatus, **extra: Any) -> None:
@@ -82,6 +75,7 @@ class RolloutRunner:
                 trajectory=trajectory_prefix(job.run_id, job.task.id, job.rollout_index),
                 **extra,
             ),
+            ttl_s=self.settings.run_ttl_s,
         )
 
     def _ref(self, job: RolloutJob, attempt: int) -> dict[str, Any]:
@@ -94,20 +88,28 @@ class RolloutRunner:
         }
 
     # -- the attempt -------------------------------------------------------------------------
-    def run(self, job: RolloutJob, attempt: int, final_attempt: bool) -> RolloutOutcome:
+    def run(self, job: RolloutJob, attempt: int, final_attempt: bool,
+            avoid_envs: Collection[str] = ()) -> RolloutOutcome:
         """Run one attempt and record its outcome (a retried infra failure is recorded as `queued`).
 
-        Never raises for policy or infrastructure failures: they come back as the outcome's status.
+        `avoid_envs`: env ids of earlier failed attempts, leased only when no other env is free.
+        Every failure of the episode, a bug included, comes back as the outcome's status. The end
+        event and the final record are retried through Redis errors and backpressure for up to
+        `RUNNER_FINISH_RETRY_S` (see `_finish`), so a finished episode is not run again because its
+        bookkeeping met a short Redis outage. Raises: redis.RedisError when Redis stays down.
         """
         started = time.time()
+        end_event: EpisodeEvent | None = None
         if is_cancelled(self.client, job.run_id):
             outcome = RolloutOutcome(status=RolloutStatus.CANCELLED, error="run cancelled before start")
         else:
             self._record(job, attempt, RolloutStatus.RUNNING, started_at=started)
-            outcome = self._leased_attempt(job, attempt)
+            outcome, end_event = self._leased_attempt(job, attempt, avoid_envs)
         ended = time.time()
+        observe_attempt(outcome.status.value, outcome.timings)
         retry_pending = outcome.status.is_infra_failure and not final_attempt
-        self._record(
+        final = partial(
+            self._record,
             job,
             attempt,
             RolloutStatus.QUEUED if retry_pending else outcome.status,
@@ -121,38 +123,63 @@ class RolloutRunner:
             duration_ms=(ended - started) * 1000.0,
             model_ms=outcome.timings.get("model_ms", 0.0),
             env_ms=outcome.timings.get("env_ms", 0.0),
+            timings=outcome.timings,
+            prompt_tokens=outcome.prompt_tokens,
+            completion_tokens=outcome.completion_tokens,
         )
+        self._finish(job, end_event, final)
         return outcome
 
-    def _leased_attempt(self, job: RolloutJob, attempt: int) -> RolloutOutcome:
-        owner = f"{job.rollout_id}#{attempt}"
+    def _finish(self, job: RolloutJob, end_event: EpisodeEvent | None, record: Callable[[], None]) -> None:
+        """Publish the end event (no backpressure wait: it is small and lets the sink close the
+        trajectory), then write the final record; each retried on Redis errors for up to
+        `finish_retry_s` seconds (the end event first: a crash between the two re-runs the rollout
+        as a newer attempt, which replaces the trajectory, instead of leaving one without a manifest)."""
+        if end_event is not None:
+            retry_redis(lambda: self.publisher.publish(end_event, wait=False), self.settings.finish_retry_s,
+                        f"end event of {job.rollout_id}")
+        retry_redis(record, self.settings.finish_retry_s, f"final record of {job.rollout_id}")
+
+    def record_bug(self, job: RolloutJob, attempt: int, exc: BaseException) -> None:
+        """Record `runner_error` (with the traceback) for an exception that escaped `run()`."""
+        self._record(job, attempt, RolloutStatus.RUNNER_ERROR, error=bug_report(exc), ended_at=time.time())
+
+    def _leased_attempt(self, job: RolloutJob, attempt: int,
+                        avoid_envs: Collection[str]) -> tuple[RolloutOutcome, EpisodeEvent | None]:
+        request = EnvRequest(owner=f"{job.rollout_id}#{attempt}", run_id=job.run_id, rollout_id=job.rollout_id,
+                             avoid=avoid_envs)
+        t_lease = time.perf_counter()
         try:
-            lease = self.pool.lease(owner, self.settings.lease_ttl_ms, self.settings.lease_wait_s)
-        except NoEnvAvailable as exc:
-            return RolloutOutcome(status=RolloutStatus.ENV_INIT_FAILED, error=str(exc))
+            lease = self.provider.acquire(request, self.settings.lease_wait_s)
+            LEASE_WAIT_SECONDS.observe(time.perf_counter() - t_lease)
+        except EnvUnavailable as exc:
+            return RolloutOutcome(status=exc.status, error=str(exc)), None
         env = DesktopEnvClient(lease.env.url)
         try:
             with LeaseKeeper(self.pool, lease) as keeper:
-                outcome = self._episode(job, attempt, env, lease, keeper)
+                outcome, end_event = self._episode(job, attempt, env, lease, keeper)
+            if outcome.status.is_infra_failure and outcome.status is not RolloutStatus.MODEL_ERROR:
+                reason = self.provider.explain(lease)  # e.g. the pod's Kubernetes reason (Evicted, OOMKilled)
+                if reason:
+                    outcome.error = f"{outcome.error} [{reason}]" if outcome.error else reason
+                    end_event.error = outcome.error
         finally:
             self._release(env, lease)
         outcome.env_id = lease.env.env_id
-        return outcome
+        return outcome, end_event
 
     def _release(self, env: DesktopEnvClient, lease: Lease) -> None:
-        """Reset the env for the next rollout, then give it back; an env that fails reset is marked unhealthy."""
+        """Give the env back through its provider: reset or replaced by its flavor, then the lease freed."""
         try:
-            env.reset()
-        except EnvError as exc:
-            log.warning("env %s failed to reset, marking unhealthy: %s", lease.env.env_id, exc)
-            self.pool.mark_unhealthy(lease.env.env_id)
+            self.provider.release(lease, env)
         finally:
             env.close()
-            self.pool.release(lease)
 
     def _episode(
         self, job: RolloutJob, attempt: int, env: DesktopEnvClient, lease: Lease, keeper: LeaseKeeper
-    ) -> RolloutOutcome:
+    ) -> tuple[RolloutOutcome, EpisodeEvent]:
+        """Publish the start event, run setup, steps and evaluation; returns the outcome and the end
+        event (published by `run`, after the env is released)."""
         ref = self._ref(job, attempt)
         sampling = job.sampling.model_dump()
         common_fields: dict[str, Any] = {
@@ -166,7 +193,7 @@ class RolloutRunner:
         self.publisher.publish(
             EpisodeEvent(phase="start", task_config=job.task.to_json_dict(), **ref, **common_fields)
         )
-        totals = _StepTotals()
+        totals = StepTotals()
         agent: UITarsAgent | None = None
         outcome = RolloutOutcome(status=RolloutStatus.ENV_INIT_FAILED)
         setup_ms = eval_ms = 0.0
@@ -174,30 +201,23 @@ class RolloutRunner:
         model = ModelClient(self.settings.gateway_url, self.settings.model_timeout_s,
                             self.settings.model_connect_timeout_s)
         try:
-            try:
-                env.reset()
-                screen = env.screen_size()
-                run_setup(job.task.config, env, self._setup_context(screen))
-            except (SetupError, EnvError) as exc:
-                raise _Stop(RolloutStatus.ENV_INIT_FAILED, f"setup failed: {exc}") from exc
+            screen = self._setup(job, env, lease)
             setup_ms = (time.perf_counter() - t0) * 1000.0
             agent = UITarsAgent(job.task.instruction, screen=screen)
-            outcome = self._step_loop(job, ref, env, model, agent, keeper, totals)
+            outcome = self.steps.run(Episode(job, ref, env, model, agent, keeper, totals))
             if outcome.status.has_reward:
                 t_eval = time.perf_counter()
-                try:
-                    outcome.reward = float(
-                        evaluate(job.task.evaluator, env, self._eval_context(screen), outcome.last_action)
-                    )
-                except (EvalError, SetupError, EnvError) as exc:
-                    outcome = RolloutOutcome(status=RolloutStatus.EVAL_ERROR, num_steps=outcome.num_steps,
-                                             error=f"evaluation failed: {exc}")
+                outcome = self._evaluate(job, env, screen, outcome)
                 eval_ms = (time.perf_counter() - t_eval) * 1000.0
-        except _Stop as stop:
-            outcome = RolloutOutcome(status=stop.status, error=stop.error, num_steps=outcome.num_steps)
-        except Exception as exc:  # an unexpected bug must still end the episode and free the env
+        except EpisodeStop as stop:
+            outcome = RolloutOutcome(status=stop.status, error=stop.error, num_steps=totals.steps)
+        except (redis.RedisError, BackpressureTimeout) as exc:  # the event stream failed: infrastructure
+            outcome = RolloutOutcome(status=RolloutStatus.ENV_ERROR, error=f"event stream unavailable: {exc!r}",
+                                     num_steps=totals.steps)
+        except Exception as exc:  # a bug: end the episode, free the env, and show it as a bug (never infra)
             log.exception("rollout %s crashed", job.rollout_id)
-            outcome = RolloutOutcome(status=RolloutStatus.ENV_ERROR, error=f"runner error: {exc!r}")
+            outcome = RolloutOutcome(status=RolloutStatus.RUNNER_ERROR, error=bug_report(exc),
+                                     num_steps=totals.steps)
         finally:
             model.close()
         outcome.timings = {
@@ -206,131 +226,60 @@ class RolloutRunner:
             "eval_ms": eval_ms,
             "model_ms": totals.model_ms,
             "env_ms": totals.env_ms,
+            "settle_ms": totals.settle_ms,
         }
-        self.publisher.publish(
-            EpisodeEvent(
-                phase="end",
-                status=outcome.status,
-                reward=outcome.reward if outcome.status.has_reward else None,
-                num_steps=outcome.num_steps,
-                error=outcome.error,
-                timings=outcome.timings,
-                min_policy_version=min(totals.versions) if totals.versions else job.policy_version,
-                max_policy_version=max(totals.versions) if totals.versions else job.policy_version,
-                final_messages=agent.final_messages() if agent else None,
-                **ref,
-                **common_fields,
-            )
+        outcome.prompt_tokens, outcome.completion_tokens = totals.prompt_tokens, totals.completion_tokens
+        end_event = EpisodeEvent(
+            phase="end",
+            status=outcome.status,
+            reward=outcome.reward if outcome.status.has_reward else None,
+            num_steps=outcome.num_steps,
+            error=outcome.error,
+            timings=outcome.timings,
+            min_policy_version=min(totals.versions) if totals.versions else job.policy_version,
+            max_policy_version=max(totals.versions) if totals.versions else job.policy_version,
+            spanned_reload=len(set(totals.versions)) > 1,
+            final_messages=agent.final_messages() if agent else None,
+            evaluation=outcome.evaluation,
+            **ref,
+            **common_fields,
         )
+        return outcome, end_event
+
+    def _setup(self, job: RolloutJob, env: DesktopEnvClient, lease: Lease) -> tuple[int, int]:
+        """Reset the env (when its flavor has `/reset`) and run the task's `config`; returns the screen
+        size (pixels).
+        Raises: EpisodeStop(env_init_failed) for env transport failures (infrastructure: retried),
+        EpisodeStop(setup_error) for a failing setup step (the task's config: not retried)."""
+        try:
+            self.provider.prepare(lease, env)
+            screen = env.screen_size()
+            run_setup(job.task.config, env, self._setup_context(screen))
+        except EnvError as exc:
+            raise EpisodeStop(RolloutStatus.ENV_INIT_FAILED, f"env failed during setup: {exc}") from exc
+        except SetupError as exc:
+            raise EpisodeStop(RolloutStatus.SETUP_ERROR, f"setup failed: {exc}") from exc
+        return screen
+
+    def _evaluate(self, job: RolloutJob, env: DesktopEnvClient, screen: tuple[int, int],
+                  outcome: RolloutOutcome) -> RolloutOutcome:
+        """The rewarded outcome with its reward. Raises: EpisodeStop(eval_error) when the evaluator
+        cannot run (task config: not retried), EpisodeStop(env_error) when the env fails (retried)."""
+        evidence = Evidence()
+        try:
+            outcome.reward = float(evaluate(job.task.evaluator, env, self._eval_context(screen, evidence),
+                                            outcome.last_action))
+        except (EvalError, SetupError) as exc:
+            raise EpisodeStop(RolloutStatus.EVAL_ERROR, f"evaluation failed: {exc}") from exc
+        except EnvError as exc:
+            raise EpisodeStop(RolloutStatus.ENV_ERROR, f"env failed during evaluation: {exc}") from exc
+        outcome.evaluation = {**evidence.to_json(),
+                              "files": {name: base64.b64encode(data).decode() for name, data in evidence.files.items()}}
         return outcome
-
-    def _step_loop(
-        self,
-        job: RolloutJob,
-        ref: dict[str, Any],
-        env: DesktopEnvClient,
-        model: ModelClient,
-        agent: UITarsAgent,
-        keeper: LeaseKeeper,
-        totals: _StepTotals,
-    ) -> RolloutOutcome:
-        for step in range(job.max_steps):
-            if is_cancelled(self.client, job.run_id):
-                raise _Stop(RolloutStatus.CANCELLED, f"run cancelled at step {step}")
-            if keeper.lost.is_set():
-                raise _Stop(RolloutStatus.ENV_ERROR, "env lease lost (renewal failed)")
-            t_step = time.perf_counter()
-            try:
-                t_env = time.perf_counter()
-                png = env.screenshot()
-                env_ms = (time.perf_counter() - t_env) * 1000.0
-            except EnvError as exc:
-                raise _Stop(RolloutStatus.ENV_ERROR, f"screenshot failed at step {step}: {exc}") from exc
-            messages = agent.build_messages(png)
-            reply, parsed, model_ms = self._sample_parsable(job, model, agent, messages)
-            totals.model_ms += model_ms
-            if reply.model_version:
-                totals.versions.append(reply.model_version)
-            agent.record(reply.text)
-            execution = ExecResult()
-            if parsed is not None:
-                t_env = time.perf_counter()
-                execution = self._execute(env, parsed.actions, step)
-                env_ms += (time.perf_counter() - t_env) * 1000.0
-            totals.env_ms += env_ms
-            self.publisher.publish(
-                StepEvent(
-                    step=step,
-                    policy_version=job.policy_version,
-                    model_version=reply.model_version,
-                    replica=reply.replica,
-                    response=reply.text,
-                    thought=parsed.thought if parsed else "",
-                    actions=parsed.actions if parsed else [],
-                    execution=execution,
-                    timings=StepTimings(model_ms=model_ms, env_ms=env_ms,
-                                        step_ms=(time.perf_counter() - t_step) * 1000.0),
-                    usage=Usage(prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens),
-                    token_ids=reply.token_ids,
-                    logprobs=reply.logprobs,
-                    **ref,
-                ),
-                png,
-            )
-            if parsed is None:
-                return RolloutOutcome(status=RolloutStatus.PARSE_ERROR, num_steps=step + 1,
-                                      error=f"unparseable reply at step {step}: {reply.text[:200]!r}")
-            if parsed.terminal == "DONE":
-                return RolloutOutcome(status=RolloutStatus.COMPLETED, num_steps=step + 1, last_action="DONE")
-            if parsed.terminal == "FAIL":
-                return RolloutOutcome(status=RolloutStatus.AGENT_FAIL, num_steps=step + 1, last_action="FAIL")
-        return RolloutOutcome(status=RolloutStatus.TRUNCATED, num_steps=job.max_steps)
-
-    def _sample_parsable(
-        self, job: RolloutJob, model: ModelClient, agent: UITarsAgent, messages: list[dict[str, Any]]
-    ) -> tuple[ModelReply, Any, float]:
-        """Call the model; re-sample an unparseable reply up to `max_parse_retries` times.
-
-        Returns (last reply, parsed reply or None if it never parsed, total model ms).
-        """
-        model_ms = 0.0
-        for _ in range(self.settings.max_parse_retries + 1):
-            try:
-                reply = model.complete(messages, job.model, job.sampling.model_dump(),
-                                       job.rollout_id, job.policy_version)
-            except ModelError as exc:
-                raise _Stop(RolloutStatus.MODEL_ERROR, str(exc)) from exc
-            model_ms += reply.model_ms
-            try:
-                return reply, agent.parse(reply.text), model_ms
-            except ParseError as exc:
-                log.info("rollout %s: unparseable reply (%s), re-sampling", job.rollout_id, exc)
-        return reply, None, model_ms
-
-    def _execute(self, env: DesktopEnvClient, actions: list[Any], step: int) -> ExecResult:
-        """Run each action's pyautogui code in the env (a warm interpreter there); WAIT sleeps here."""
-        result = ExecResult()
-        for action in actions:
-            if action.action_type.upper() == "WAIT":
-                time.sleep(self.settings.wait_action_s)  # the agent asked to wait for the UI
-                continue
-            if not action.code:
-                continue
-            try:
-                reply = env.execute(["python", "-c", action.code])
-            except EnvError as exc:
-                raise _Stop(RolloutStatus.ENV_ERROR, f"execute failed at step {step}: {exc}") from exc
-            result = ExecResult(returncode=reply.returncode if reply.returncode is not None else -1,
-                                output=reply.output or "", error=reply.error or "")
-            if reply.returncode != 0:
-                break
-        if self.settings.settle_after_action_s:
-            time.sleep(self.settings.settle_after_action_s)  # let the UI repaint before the next screenshot
-        return result
 
     def _setup_context(self, screen: tuple[int, int]) -> SetupContext:
         return SetupContext(client_password=self.settings.client_password, screen=screen,
                             cache_dir=self.settings.cache_dir)
 
-    def _eval_context(self, screen: tuple[int, int]) -> EvalContext:
-        return EvalContext(setup=self._setup_context(screen), cache_dir=self.settings.cache_dir)
+    def _eval_context(self, screen: tuple[int, int], evidence: Evidence | None = None) -> EvalContext:
+        return EvalContext(setup=self._setup_context(screen), cache_dir=self.settings.cache_dir, evidence=evidence)

@@ -2,19 +2,39 @@
 
 from __future__ import annotations
 
+import os
+import socket
 from pathlib import Path
 
-from pydantic import field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
+from common.envflavor import parse_flavor
 from common.settings import ServiceSettings, comma_list
+from services.runner.settle import SettleConfig
 
 
 class RunnerSettings(ServiceSettings):
     """How a runner worker reaches the gateway and envs, and its limits.
 
     Durations: `*_s` seconds, `*_ms` milliseconds. `RUNNER_ENV_URLS` is a comma-separated list of
-    OSWorld server base URLs registered by the `static` provider at worker start.
+    OSWorld server base URLs registered by the `static` provider at worker start; a DNS name there
+    is re-resolved every `env_resolve_interval_s` (0: once). `env_flavor` is the flavor of those
+    envs and of `kubernetes` pods (`common.envflavor`). The `k8s_*` settings drive the `kubernetes`
+    provider (`services/runner/envs/kubernetes`); `id` names this runner in Redis and pod labels
+    (default `<hostname>-<pid>` of the worker, inherited by its work-horses).
+    After each step's actions the runner waits for the screen to settle (`services/runner/settle.py`):
+    unchanged for `settle_quiet_s` after a change, or no change at all for `settle_no_change_s`, at
+    most `settle_max_s` (OSWorld's fixed 2 s; 0 turns the wait off), grabbing a frame every
+    `settle_interval_s`.
+    Reliability (see README "Guarantees"): runners publish while the unpersisted event stream holds
+    fewer than `stream_backlog_bytes` bytes (`MEMORY USAGE`), waiting up to `backpressure_wait_s`;
+    the end event and final record are retried through Redis errors for `finish_retry_s`; a running
+    job's work-horse renews a heartbeat key with TTL `heartbeat_ttl_s`, and each worker's reaper
+    (every `reaper_interval_s`) hands a job whose heartbeat has been gone for `reaper_grace_s` back
+    to RQ (retry or failure) and re-admits unhealthy envs that answer again (every `env_recheck_s`);
+    a worker that loses Redis reconnects for up to `redis_reconnect_s` before exiting; RQ's own
+    maintenance (registries, taking over a dead worker's scheduler) runs every `maintenance_interval_s`.
     """
 
     model_config = SettingsConfigDict(env_prefix="RUNNER_", extra="ignore", populate_by_name=True)
@@ -30,9 +50,34 @@ class RunnerSettings(ServiceSettings):
     model_connect_timeout_s: float = 5.0
     max_parse_retries: int = 2
     wait_action_s: float = 1.0
-    settle_after_action_s: float = 0.0
-    stream_backlog_limit: int = 10_000
+    settle_max_s: float = Field(default=2.0, ge=0.0)
+    settle_quiet_s: float = Field(default=0.5, ge=0.0)
+    settle_no_change_s: float = Field(default=1.0, ge=0.0)
+    settle_interval_s: float = Field(default=0.05, ge=0.0)
+    stream_backlog_bytes: int = Field(default=256 * 1024 * 1024, ge=1)
     backpressure_wait_s: float = 300.0
+    env_flavor: str = "desktop_env"
+    env_resolve_interval_s: float = Field(default=10.0, ge=0.0)
+    local_envs: int = Field(default=0, ge=0)
+    local_envs_dir: Path = Path("./.cache/envs")
+    id: str = ""
+    k8s_namespace: str = "cua-envs"
+    k8s_pod_template: Path = Path("deploy/k8s/env-pod-template.yaml")
+    k8s_mode: str = "per-rollout"
+    k8s_pool: str = "default"
+    k8s_pool_size: int = Field(default=4, ge=0)
+    k8s_ready_timeout_s: float = Field(default=300.0, gt=0.0)
+    k8s_max_pods: int = Field(default=200, ge=1)
+    k8s_creates_per_s: float = Field(default=5.0, gt=0.0)
+    k8s_upkeep_interval_s: float = Field(default=2.0, gt=0.0)
+    k8s_env_port: int = 5000
+    finish_retry_s: float = Field(default=120.0, ge=0.0)
+    heartbeat_ttl_s: float = Field(default=15.0, gt=0.0)
+    reaper_interval_s: float = Field(default=5.0, gt=0.0)
+    reaper_grace_s: float = Field(default=5.0, ge=0.0)
+    env_recheck_s: float = Field(default=15.0, gt=0.0)
+    redis_reconnect_s: float = Field(default=600.0, ge=0.0)
+    maintenance_interval_s: int = Field(default=60, ge=1)
     metrics_port: int = 9101
     queues: str = ""
     with_scheduler: bool = True
@@ -44,6 +89,30 @@ class RunnerSettings(ServiceSettings):
         if value not in ("static", "local", "kubernetes"):
             raise ValueError(f"RUNNER_ENV_PROVIDER must be static, local or kubernetes, got {value!r}")
         return value
+
+    @field_validator("env_flavor")
+    @classmethod
+    def _known_flavor(cls, value: str) -> str:
+        return parse_flavor(value).value
+
+    @field_validator("k8s_mode")
+    @classmethod
+    def _known_mode(cls, value: str) -> str:
+        if value not in ("per-rollout", "warm-pool"):
+            raise ValueError(f"RUNNER_K8S_MODE must be per-rollout or warm-pool, got {value!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _runner_id(self) -> RunnerSettings:
+        if not self.id:
+            self.id = f"{socket.gethostname()}-{os.getpid()}"
+        return self
+
+    @property
+    def settle_config(self) -> SettleConfig:
+        """The screen-settle parameters of these settings."""
+        return SettleConfig(quiet_s=self.settle_quiet_s, no_change_s=self.settle_no_change_s,
+                            max_s=self.settle_max_s, interval_s=self.settle_interval_s)
 
     @property
     def env_url_list(self) -> list[str]:

@@ -1,43 +1,81 @@
-"""Starts an RQ worker for rollouts: forking worker (heartbeats), with the scheduler, queues by priority."""
+"""Starts an RQ worker for rollouts: forking worker (heartbeats), with the scheduler, queues by priority.
+
+Before taking jobs the worker starts its env provider's upkeep (`services/runner/envs`: static
+URLs re-resolved, local envs, or the `kubernetes` pool keeper and reaper) and stops it on exit.
+Around RQ's worker: a `Reaper` thread (dead work-horses' jobs back to RQ within ~30 s, recovered envs
+re-admitted), a `work_horse_killed_handler` that records the lost attempt, and a reconnect loop: a
+Redis outage (restart, failover) ends RQ's `work()` with a ConnectionError; the worker then starts a
+new RQ worker once Redis answers, for up to `RUNNER_REDIS_RECONNECT_S` seconds of outage.
+"""
 
 from __future__ import annotations
 
 import logging
+import os
+import time
 
+import redis
 from rq import Queue, Worker
 
+import services.runner.job  # noqa: F401 - loaded before forking: work-horses start beating at once
 from common import keys
-from common.envpool import EnvPool, resolve_static_urls
 from common.service import redis_client, setup_logging, start_metrics_port
 from common.settings import comma_list
+from services.runner.envs import make_provider
+from services.runner.lost import on_work_horse_killed
+from services.runner.metrics import metrics_registry
+from services.runner.reaper import Reaper
 from services.runner.settings import RunnerSettings
 
 log = logging.getLogger(__name__)
-
-
-def register_static_envs(settings: RunnerSettings) -> int:
-    """Register `RUNNER_ENV_URLS` (DNS names expanded to every address) in the env pool; returns the count."""
-    urls = resolve_static_urls(settings.env_url_list)
-    pool = EnvPool(redis_client(settings.redis_url))
-    for url in urls:
-        pool.register(url, provider=settings.env_provider)
-    return len(urls)
 
 
 def run_worker(settings: RunnerSettings | None = None) -> bool:
     """Run a forking RQ worker on the rollout queues until stopped (or drained with RUNNER_BURST).
 
     Queue order is high, default, low unless `RUNNER_QUEUES` (comma-separated names) says otherwise.
-    Returns RQ's `work()` result.
+    `RUNNER_ID` is set to this worker's id so its work-horses label pods with it.
+    Returns RQ's `work()` result. Raises: redis.ConnectionError when Redis stays unreachable for
+    longer than `redis_reconnect_s`.
     """
     settings = settings or RunnerSettings()
     setup_logging(settings.log_level)
-    start_metrics_port(settings.metrics_port)
-    if settings.env_url_list:
-        log.info("registered %d static envs", register_static_envs(settings))
-    client = redis_client(settings.redis_url, socket_timeout_s=None)  # RQ blocks in BLPOP
+    os.environ["RUNNER_ID"] = settings.id
+    start_metrics_port(settings.metrics_port, registry=metrics_registry())
+    provider_client = redis_client(settings.redis_url)
+    provider = make_provider(settings, provider_client)
+    provider.start()
+    log.info("runner %s: env provider %s started", settings.id, settings.env_provider)
     names = comma_list(settings.queues) or keys.QUEUES_IN_PRIORITY_ORDER
-    queues = [Queue(name, connection=client) for name in names]
-    worker = Worker(queues, connection=client)
-    return bool(worker.work(with_scheduler=settings.with_scheduler, burst=settings.burst,
-                            logging_level=settings.log_level))
+    reaper = None if settings.burst else Reaper(
+        redis_client(settings.redis_url), names, settings.reaper_interval_s, settings.reaper_grace_s,
+        settings.env_recheck_s).start()
+    lost_since: float | None = None
+    try:
+        while True:
+            client = redis_client(settings.redis_url, socket_timeout_s=None)  # RQ blocks in BLPOP
+            try:
+                queues = [Queue(name, connection=client) for name in names]
+                worker = Worker(queues, connection=client, work_horse_killed_handler=on_work_horse_killed,
+                                maintenance_interval=settings.maintenance_interval_s)
+                return bool(worker.work(with_scheduler=settings.with_scheduler, burst=settings.burst,
+                                        logging_level=settings.log_level))
+            except redis.ConnectionError as exc:
+                lost_since = lost_since if lost_since is not None else time.monotonic()
+                if time.monotonic() - lost_since > settings.redis_reconnect_s:
+                    raise
+                log.warning("redis unavailable (%r): starting a new worker once it answers", exc)
+                time.sleep(1.0)
+            finally:
+                client.close()
+            try:
+                with redis_client(settings.redis_url) as probe:
+                    probe.ping()
+                lost_since = None
+            except redis.ConnectionError:
+                pass
+    finally:
+        if reaper is not None:
+            reaper.stop()
+        provider.stop()
+        provider_client.close()

@@ -6,10 +6,12 @@
 | `POLICY_SCRIPTS_DIR` | unset | directory searched recursively for `*.json` scripts |
 | `POLICY_LATENCY_MS` | 0 | simulated model time per completion (milliseconds) |
 | `POLICY_MODEL_NAME` | ui-tars-1.5-7b | id served by `/v1/models` and in answers |
-| `POLICY_MODEL_VERSION` | v0 | `X-Model-Version` until `POST /admin/reload` |
+| `POLICY_MODEL_VERSION` | v0 | `X-Model-Version` until a reload |
 | `POLICY_FAILURE_RATE` | 0 | probability (0..1) that a completion answers HTTP 500 |
 | `POLICY_SEED` | 0 | seed of the failure-injection RNG |
 | `POLICY_FAIL_FIRST_N` | 0 | the first N chat requests answer HTTP 500 |
+| `POLICY_RELOAD_MS` | 0 | simulated weight-load time of every reload endpoint (milliseconds) |
+| `POLICY_RELOAD_FAIL_VERSIONS` | empty | comma-separated versions whose load answers HTTP 500 |
 """
 
 from __future__ import annotations
@@ -36,3 +38,5 @@ class ScriptedPolicySettings(ServiceSettings):
     failure_rate: float = Field(default=0.0, ge=0.0, le=1.0)
     seed: int = 0
     fail_first_n: int = Field(default=0, ge=0)
+    reload_ms: float = Field(default=0.0, ge=0.0)
+    reload_fail_versions: str = ""

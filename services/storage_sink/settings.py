@@ -11,7 +11,9 @@ from common.settings import ObjectStoreSettings, ServiceSettings
 
 
 class SinkSettings(ServiceSettings, ObjectStoreSettings):
-    """Consumer name, batch size, blocking read (ms), claim idle time (ms), delivery limit, metrics port."""
+    """Consumer name, batch size, blocking read (ms), claim idle time (ms), delivery limit, metrics port;
+    dead-letter stream cap (entries), per-trajectory lock timeout (s), longest back-off during a store
+    outage (s)."""
 
     model_config = SettingsConfigDict(env_prefix="SINK_", extra="ignore", populate_by_name=True)
 
@@ -20,4 +22,7 @@ class SinkSettings(ServiceSettings, ObjectStoreSettings):
     block_ms: int = 1000
     claim_idle_ms: int = 60_000
     max_deliveries: int = 5
+    dead_letter_max: int = 1000
+    lock_timeout_s: float = 30.0
+    outage_backoff_max_s: float = 10.0
     metrics_port: int = 9102

@@ -4,11 +4,14 @@ Per trajectory `{run_id}/{task_id}_{rollout_index}/`: `task_config.json`, `attem
 started attempt), `image_{step:04d}.png`, `step_{step:04d}.json`, `final_messages.json`, `reward.txt`
 (only when the reward is not null), `manifest.json`. Keys are deterministic, so a redelivered event
 rewrites the same bytes. Steps and end events of an attempt older than `attempt.json` are dropped, and
-a newer attempt's start deletes the older attempt's steps: two attempts never mix.
+a newer attempt's start deletes the older attempt's steps: two attempts never mix. The manifest names
+the attempt's `num_steps` step files. Callers serialise writes of one trajectory (the sink holds a
+per-trajectory Redis lock), so the attempt check and the write cannot interleave across sinks.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from typing import Any
@@ -30,7 +33,8 @@ class TrajectoryWriter:
     def __init__(self, store: ObjectStore) -> None:
         self.store = store
 
-    def _prefix(self, event: StepEvent | EpisodeEvent) -> str:
+    def prefix(self, event: StepEvent | EpisodeEvent) -> str:
+        """Object-store prefix of the event's trajectory (`{run_id}/{task_id}_{rollout_index}`)."""
         return trajectory_prefix(event.run_id, event.task_id, event.rollout_index)
 
     def current_attempt(self, prefix: str) -> int:
@@ -42,7 +46,7 @@ class TrajectoryWriter:
 
     def write(self, event: StepEvent | EpisodeEvent, png: bytes | None) -> bool:
         """Persist one event; returns False when it was dropped as belonging to an older attempt."""
-        prefix = self._prefix(event)
+        prefix = self.prefix(event)
         if isinstance(event, StepEvent):
             return self._write_step(prefix, event, png)
         if event.phase == "start":
@@ -78,8 +82,19 @@ class TrajectoryWriter:
                     continue
                 self.store.delete(key.replace("/step_", "/image_").removesuffix(".json") + ".png")
                 self.store.delete(key)
-        for name in ("manifest.json", "reward.txt", "final_messages.json"):
+        for name in ("manifest.json", "reward.txt", "final_messages.json", "evaluation.json"):
             self.store.delete(f"{prefix}/{name}")
+
+    def _write_evaluation(self, prefix: str, evaluation: dict[str, Any]) -> None:
+        """`evaluation.json` and its files under `evidence/` (what the evaluation read, for rescoring).
+
+        Raises: ValueError (a poison event) for a file name with a path in it or undecodable bytes."""
+        for name, encoded in (evaluation.pop("files", None) or {}).items():
+            if "/" in name or name in ("", ".", ".."):
+                raise ValueError(f"evaluation file name {name!r} is not a plain file name")
+            self.store.put(f"{prefix}/evidence/{name}", base64.b64decode(encoded, validate=True),
+                           "application/octet-stream")
+        self.store.put(f"{prefix}/evaluation.json", _json(evaluation), "application/json")
 
     def _write_end(self, prefix: str, event: EpisodeEvent) -> bool:
         if event.attempt < self.current_attempt(prefix):
@@ -87,7 +102,11 @@ class TrajectoryWriter:
         self.store.put(f"{prefix}/final_messages.json", _json(event.final_messages or []), "application/json")
         if event.reward is not None:
             self.store.put(f"{prefix}/reward.txt", repr(float(event.reward)).encode(), "text/plain")
-        steps = sorted(k.rsplit("/", 1)[1] for k in self.store.list(f"{prefix}/step_"))
+        if event.evaluation is not None:
+            self._write_evaluation(prefix, dict(event.evaluation))
+        # The attempt's steps by name (deterministic keys), not by listing: with several sinks the end
+        # event may be written before its last steps, which land under these names when they arrive.
+        steps = [f"step_{i:04d}.json" for i in range(event.num_steps)]
         manifest = {
             "schema": "cua.manifest.v1",
             "run_id": event.run_id,
@@ -104,6 +123,7 @@ class TrajectoryWriter:
             "sampling": event.sampling,
             "min_policy_version": event.min_policy_version,
             "max_policy_version": event.max_policy_version,
+            "spanned_reload": event.spanned_reload,
             "env": {"id": event.env_id, "image": event.env_image},
             "timings": event.timings,
             "finished_at": event.timestamp,

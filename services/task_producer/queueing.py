@@ -4,18 +4,23 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
 import redis
-from rq import Queue, Retry, Worker
-from rq.exceptions import DuplicateJobError, NoSuchJobError
+from rq import Callback, Queue, Retry, Worker
+from rq.exceptions import NoSuchJobError
 from rq.job import Job
 
 from common import keys
-from common.run import RolloutJob, RunRequest, rq_job_id
+from common.run import RolloutJob, RunRequest, make_rollout_id, rq_job_id
 from common.runstate import RolloutRecord, RunMeta, load_run_meta, record_rollout, save_run_meta
 from common.status import RolloutStatus
+from common.task import OSWorldTask
+from services.runner.lost import ON_FAILURE_CALLBACK
+from services.runner.osworld import unsupported_features
+from services.task_producer.batching import enqueue_unique_batch
 from services.task_producer.settings import ProducerSettings
 
 #: Import path of the RQ job function (the runner is imported only by workers).
@@ -24,12 +29,26 @@ ROLLOUT_JOB_FUNC = "services.runner.job.run_rollout"
 
 @dataclass(frozen=True)
 class EnqueueResult:
-    """Outcome of `enqueue_run`: the run id, how many rollouts were enqueued now, how many existed."""
+    """Outcome of `enqueue_run`: the run id, how many rollouts were enqueued now, how many existed,
+    and how many were recorded `unsupported` instead of being enqueued (`on_unsupported: "skip"`)."""
 
     run_id: str
     enqueued: int
     already_present: int
     created: bool
+    skipped: int = 0
+
+
+def unsupported_tasks(tasks: list[OSWorldTask]) -> dict[str, list[str]]:
+    """Task id -> the features of that task the runner does not implement (only tasks with some),
+    labelled as `services.runner.osworld.unsupported_features` does (`"setup type 'googledrive'"`)."""
+    return {task.id: features for task in tasks if (features := unsupported_features(task))}
+
+
+def unsupported_message(tasks: list[OSWorldTask], unsupported: dict[str, list[str]]) -> str:
+    """`tasks.3 ('id'): unsupported setup type 'x', metric 'y'; ...` for the 422 of a rejected run."""
+    return "; ".join(f"tasks.{i} ({task.id!r}): unsupported {', '.join(unsupported[task.id])}"
+                     for i, task in enumerate(tasks) if task.id in unsupported)
 
 
 def queue_for(client: redis.Redis, priority: str) -> Queue:
@@ -37,25 +56,32 @@ def queue_for(client: redis.Redis, priority: str) -> Queue:
     return Queue(keys.QUEUE_NAMES[priority], connection=client)
 
 
-def enqueue_run(client: redis.Redis, request: RunRequest, settings: ProducerSettings) -> EnqueueResult:
-    """Store the run and enqueue one RQ job per (task, rollout index), with deterministic job ids.
+def enqueue_run(client: redis.Redis, request: RunRequest, settings: ProducerSettings,
+                skip: dict[str, list[str]] | None = None, quarantined: Collection[str] = ()) -> EnqueueResult:
+    """Store the run and enqueue one RQ job per (task, rollout index), with deterministic job ids, in
+    pipelined batches of `settings.enqueue_batch` jobs.
 
-    Re-submitting with the same idempotency key returns the first run; re-submitting the same run id
-    enqueues only rollouts that do not exist yet (RQ `unique`), so no work is ever duplicated.
+    Re-submitting with the same idempotency key returns the first run and enqueues whatever that
+    submission did not (a producer that crashed mid-loop leaves the run without its `enqueued` flag:
+    the retry completes it); re-submitting the same run id enqueues only rollouts that do not exist
+    yet (unique job ids), so no work is ever duplicated. The idempotency key lives `run_ttl_s` seconds.
     The request is fully validated before this is called, so a rejected run enqueues nothing.
+    Tasks in `quarantined` are not enqueued either: their rollouts are recorded `quarantined`.
+    Tasks in `skip` (task id -> unsupported features) are not enqueued: their rollouts are recorded
+    as `unsupported` at once. An adaptive run starts with `adaptive.min_rollouts` per task and is
+    handed to the adaptive controller (`adaptive.py`), which adds more.
     """
+    skip = skip or {}
+    run_id = request.run_id or _new_run_id()
     if request.idempotency_key:
-        candidate = request.run_id or _new_run_id()
-        claimed = client.set(keys.idempotency(request.idempotency_key), candidate, nx=True)
-        if not claimed:
-            existing = client.get(keys.idempotency(request.idempotency_key))
+        idem = keys.idempotency(request.idempotency_key)
+        if not client.set(idem, run_id, nx=True, ex=settings.run_ttl_s):
+            existing: Any = client.get(idem)
             run_id = existing.decode() if isinstance(existing, bytes) else str(existing)
-            meta = load_run_meta(client, run_id)
-            total = meta.total_rollouts if meta else 0
-            return EnqueueResult(run_id=run_id, enqueued=0, already_present=total, created=False)
-        run_id = candidate
-    else:
-        run_id = request.run_id or _new_run_id()
+            if client.exists(keys.run_enqueued(run_id)):
+                meta = load_run_meta(client, run_id)
+                total = meta.total_rollouts if meta else 0
+                return EnqueueResult(run_id=run_id, enqueued=0, already_present=total, created=False)
 
     created = load_run_meta(client, run_id) is None
     queue = queue_for(client, request.priority.value)
@@ -65,49 +91,110 @@ def enqueue_run(client: redis.Redis, request: RunRequest, settings: ProducerSett
             RunMeta(
                 run_id=run_id,
                 created_at=time.time(),
-                total_rollouts=len(request.tasks) * request.rollouts_per_task,
+                total_rollouts=len(request.tasks) * request.initial_rollouts,
                 queue=queue.name,
                 priority=request.priority.value,
-                rollouts_per_task=request.rollouts_per_task,
+                rollouts_per_task=request.initial_rollouts,
                 max_steps=request.max_steps,
                 model=request.model,
                 policy_version=request.policy_version,
                 task_ids=[t.id for t in request.tasks],
                 domains={t.id: t.effective_domain for t in request.tasks},
+                adaptive=request.adaptive,
             ),
+            ttl_s=settings.run_ttl_s,
         )
-    enqueued = present = 0
-    retry = Retry(max=settings.max_infra_retries, interval=settings.retry_intervals_s) \
-        if settings.max_infra_retries > 0 else None
+    enqueued = present = skipped = 0
+    batch: list[Job] = []
     for task in request.tasks:
-        for index in range(request.rollouts_per_task):
-            job = RolloutJob(
+        if task.id in quarantined:
+            _record_skipped(client, run_id, task, request.initial_rollouts, RolloutStatus.QUARANTINED,
+                            "not run: the task is quarantined as flaky (GET /v1/quarantine)", settings.run_ttl_s)
+            skipped += request.initial_rollouts
+            continue
+        if task.id in skip:
+            _record_skipped(client, run_id, task, request.initial_rollouts, RolloutStatus.UNSUPPORTED,
+                            f"not run: unsupported {', '.join(skip[task.id])}", settings.run_ttl_s)
+            skipped += request.initial_rollouts
+            continue
+        for index in range(request.initial_rollouts):
+            batch.append(_rollout_job(queue, request, run_id, task, index, settings))
+            if len(batch) >= settings.enqueue_batch:
+                done, there = enqueue_unique_batch(queue, batch)
+                enqueued, present, batch = enqueued + done, present + there, []
+    done, there = enqueue_unique_batch(queue, batch)
+    if request.adaptive is not None and created:
+        _start_adaptive(client, run_id, request, [*skip, *quarantined])
+    client.set(keys.run_enqueued(run_id), "1")
+    return EnqueueResult(run_id=run_id, enqueued=enqueued + done, already_present=present + there,
+                         created=created, skipped=skipped)
+
+
+def enqueue_rollouts(client: redis.Redis, queue: Queue, settings: ProducerSettings, run_id: str, task: OSWorldTask,
+                     indices: range, request: RunRequest) -> tuple[int, int]:
+    """Enqueue the rollouts `indices` of one task (deterministic job ids, RQ `unique`, one pipeline);
+    returns (enqueued now, already present)."""
+    return enqueue_unique_batch(queue, [_rollout_job(queue, request, run_id, task, i, settings) for i in indices])
+
+
+def _rollout_job(queue: Queue, request: RunRequest, run_id: str, task: OSWorldTask, index: int,
+                 settings: ProducerSettings) -> Job:
+    """The RQ job of one rollout (not saved yet). Infrastructure retries go to the front of the
+    queue (RQ `Retry` `enqueue_at_front`): a rollout hit by a fault runs again before fresh work."""
+    job = RolloutJob(run_id=run_id, task=task, rollout_index=index, max_steps=request.max_steps,
+                     agent=request.agent, model=request.model, sampling=request.sampling,
+                     policy_version=request.policy_version, max_staleness=request.max_staleness)
+    # RQ picks interval[len - retries_left]: a list longer than `max` would skip its first intervals.
+    intervals = settings.retry_intervals_s[:settings.max_infra_retries] or [0]
+    retry = Retry(max=settings.max_infra_retries, interval=intervals, enqueue_at_front=True) \
+        if settings.max_infra_retries > 0 else None
+    rq_job = queue.create_job(
+        ROLLOUT_JOB_FUNC,
+        kwargs={"payload": job.model_dump(mode="json")},
+        job_id=job.job_id,
+        timeout=settings.job_timeout_s,
+        result_ttl=settings.result_ttl_s,
+        failure_ttl=settings.result_ttl_s,
+        retry=retry,
+        on_failure=Callback(ON_FAILURE_CALLBACK),
+        description=f"rollout {job.rollout_id}",
+        meta={"run_id": run_id, "rollout_id": job.rollout_id},
+    )
+    # Enqueued at the back now; every later (re)enqueue by RQ's scheduler goes to the front:
+    # `Retry(enqueue_at_front=True)` alone misses scheduled retries of jobs whose worker died.
+    rq_job.enqueue_at_front = True
+    return rq_job
+
+
+def _start_adaptive(client: redis.Redis, run_id: str, request: RunRequest, skip: list[str]) -> None:
+    """Hand an adaptive run to the controller: the request (to build more jobs), per-task counts,
+    skipped tasks already settled."""
+    pipe = client.pipeline(transaction=True)
+    pipe.set(keys.adaptive_request(run_id), request.model_dump_json())
+    pipe.hset(keys.run_task_rollouts(run_id), mapping={t.id: request.initial_rollouts for t in request.tasks})
+    if skip:
+        pipe.sadd(keys.run_settled(run_id), *skip)
+    pipe.sadd(keys.ADAPTIVE_RUNS, run_id)
+    pipe.execute()
+
+
+def _record_skipped(client: redis.Redis, run_id: str, task: OSWorldTask, rollouts: int, status: RolloutStatus,
+                    error: str, ttl_s: int) -> None:
+    for index in range(rollouts):
+        record_rollout(
+            client,
+            RolloutRecord(
+                rollout_id=make_rollout_id(run_id, task.id, index),
                 run_id=run_id,
-                task=task,
+                task_id=task.id,
                 rollout_index=index,
-                max_steps=request.max_steps,
-                agent=request.agent,
-                model=request.model,
-                sampling=request.sampling,
-                policy_version=request.policy_version,
-            )
-            try:
-                queue.enqueue_call(
-                    ROLLOUT_JOB_FUNC,
-                    kwargs={"payload": job.model_dump(mode="json")},
-                    job_id=job.job_id,
-                    unique=True,
-                    timeout=settings.job_timeout_s,
-                    result_ttl=settings.result_ttl_s,
-                    failure_ttl=settings.result_ttl_s,
-                    retry=retry,
-                    description=f"rollout {job.rollout_id}",
-                    meta={"run_id": run_id, "rollout_id": job.rollout_id},
-                )
-                enqueued += 1
-            except DuplicateJobError:
-                present += 1
-    return EnqueueResult(run_id=run_id, enqueued=enqueued, already_present=present, created=created)
+                domain=task.effective_domain,
+                status=status,
+                error=error,
+                ended_at=time.time(),
+            ),
+            ttl_s=ttl_s,
+        )
 
 
 def cancel_run(client: redis.Redis, run_id: str) -> int:
@@ -122,8 +209,9 @@ def cancel_run(client: redis.Redis, run_id: str) -> int:
     meta.cancelled = True
     save_run_meta(client, meta)
     cancelled = 0
+    counts: dict[Any, Any] = client.hgetall(keys.run_task_rollouts(run_id))  # type: ignore[assignment]
     for task_id in meta.task_ids:
-        for index in range(meta.rollouts_per_task):
+        for index in range(int(counts.get(task_id.encode(), meta.rollouts_per_task))):
             job_id = rq_job_id(run_id, task_id, index)
             try:
                 job = Job.fetch(job_id, connection=client)
@@ -134,12 +222,14 @@ def cancel_run(client: redis.Redis, run_id: str) -> int:
                 record_rollout(
                     client,
                     RolloutRecord(
-                        rollout_id=f"{run_id}:{task_id}:{index}",
+                        rollout_id=make_rollout_id(run_id, task_id, index),
                         run_id=run_id,
                         task_id=task_id,
                         rollout_index=index,
                         domain=meta.domains.get(task_id, "default"),
                         status=RolloutStatus.CANCELLED,
+                        attempt=int(client.get(keys.attempt_counter(  # type: ignore[arg-type]
+                            make_rollout_id(run_id, task_id, index))) or 1),
                     ),
                 )
                 cancelled += 1

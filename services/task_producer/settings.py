@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
 from common.settings import ObjectStoreSettings, ServiceSettings
@@ -12,6 +13,11 @@ class ProducerSettings(ServiceSettings, ObjectStoreSettings):
 
     `PRODUCER_JOB_TIMEOUT_S`: RQ job timeout of one rollout (s). `PRODUCER_MAX_INFRA_RETRIES`: RQ
     retries of a rollout that failed for infrastructure reasons, at `PRODUCER_RETRY_INTERVALS_S`.
+    `PRODUCER_API_TOKEN`: bearer token the write routes (`POST /v1/runs`, `DELETE /v1/runs/{id}`)
+    require; empty: they are open (a warning is logged at start). Read routes are always open.
+    Limits (a 422 names the one exceeded): `PRODUCER_MAX_ROLLOUTS_PER_RUN` (tasks x rollouts_per_task
+    of one request), `PRODUCER_MAX_INSTRUCTION_CHARS` (each task's instruction, copied into every job).
+    `PRODUCER_ENQUEUE_BATCH`: jobs enqueued per Redis pipeline.
     """
 
     model_config = SettingsConfigDict(env_prefix="PRODUCER_", extra="ignore")
@@ -22,3 +28,9 @@ class ProducerSettings(ServiceSettings, ObjectStoreSettings):
     result_ttl_s: int = 7 * 24 * 3600
     max_infra_retries: int = 2
     retry_intervals_s: list[int] = [5, 15, 30]
+    #: Model gateway whose replicas and versions the dashboard (`/ui`) shows; empty: not shown.
+    gateway_url: str = ""
+    api_token: str = Field(default="", repr=False)
+    enqueue_batch: int = Field(default=500, ge=1)
+    max_rollouts_per_run: int = Field(default=10_000, ge=1)
+    max_instruction_chars: int = Field(default=20_000, ge=1)

@@ -5,16 +5,19 @@ Grammar as in the UI-TARS repository's action parser (`parse_action_to_structure
 tokenizer (quotes, escapes and newlines inside `type` content survive), box tokens are stripped,
 `ctrl+c`-style hotkeys are split, horizontal scroll uses `hscroll`, `<`/`>`/non-ASCII/multi-line text
 goes through the clipboard, `press` exists, and the model's thought never enters the code.
-Any input either parses or raises `ParseError`; nothing else escapes.
+Any input either parses or raises `ParseError`; nothing else escapes (there is no catch-all: the
+hypothesis fuzz in `tests/test_parser_fuzz.py` checks the tokenizer itself).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Literal
 
 from common.events import ParsedAction
+from services.runner.agent.clipboard import MAX_PASTE_BYTES, paste_source
 from services.runner.agent.smart_resize import to_screen
 
 VERBS = {"click", "left_double", "right_single", "drag", "hotkey", "type", "scroll", "wait", "finished",
@@ -27,8 +30,8 @@ KEY_ALIASES = {
 }
 _BOX_TOKENS = re.compile(r"<\|box_start\|>|<\|box_end\|>|<point>|</point>|<bbox>|</bbox>")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
-#: Seconds to wait after a clipboard paste before pressing further keys.
-PASTE_SETTLE_S = 0.5
+#: Seconds a clipboard paste may wait for each of its checks (see `clipboard.paste_text`).
+PASTE_TIMEOUT_S = 5.0
 _ESCAPES = {"n": "\n", "t": "\t", "'": "'", '"': '"', "\\": "\\"}
 
 
@@ -131,6 +134,8 @@ def _point(value: str | None, what: str, resized: tuple[int, int], screen: tuple
     if not value:
         raise ParseError(f"missing {what}")
     numbers = [float(x) for x in _NUMBER.findall(_BOX_TOKENS.sub(" ", value))]
+    if not all(math.isfinite(n) for n in numbers):  # 400 digits read as float are inf
+        raise ParseError(f"{what} {value[:80]!r} has a coordinate too large")
     if len(numbers) == 2:
         x, y = numbers
     elif len(numbers) == 4:
@@ -148,25 +153,28 @@ def normalize_keys(spec: str) -> list[str]:
     return [KEY_ALIASES.get(k, k) for k in keys]
 
 
+def writable_by_pyautogui(text: str) -> bool:
+    """Whether `pyautogui.write` types `text` right on X11: single-line ASCII without `<` / `>`
+    (it mistypes those and cannot type non-ASCII)."""
+    return text.isascii() and "<" not in text and ">" not in text and "\n" not in text
+
+
 def type_code(text: str) -> str:
     """pyautogui code typing `text`; a trailing newline presses enter.
 
     Plain single-line ASCII without `<`/`>` uses `pyautogui.write`; anything else is pasted from the
-    clipboard (pyautogui on X11 mistypes `<`, `>` and cannot type non-ASCII).
+    clipboard (pyautogui on X11 mistypes `<`, `>` and cannot type non-ASCII) by `clipboard.paste_text`,
+    which checks that the selection is ours and holds the text before ctrl+v and that the focused
+    application was sent the text before any later key (the enter). A failed check exits with code 1.
     """
     submit = text.endswith("\n")
     body = text[:-1] if submit else text
     lines = ["import pyautogui"]
     if body:
-        if body.isascii() and "<" not in body and ">" not in body and "\n" not in body:
+        if writable_by_pyautogui(body):
             lines.append(f"pyautogui.write({body!r}, interval=0.0)")
         else:
-            # The X selection transfer behind ctrl+v is asynchronous: let the paste land before Enter.
-            lines += ["import subprocess",
-                      "import time",
-                      f"subprocess.run(['xclip', '-selection', 'clipboard'], input={body!r}.encode(), check=True)",
-                      "pyautogui.hotkey('ctrl', 'v')",
-                      f"time.sleep({PASTE_SETTLE_S})"]
+            lines += [paste_source(), f"paste_text({body!r}, {PASTE_TIMEOUT_S!r}, {MAX_PASTE_BYTES})"]
     if submit:
         lines.append("pyautogui.press('enter')")
     return "\n".join(lines)
@@ -233,13 +241,8 @@ def parse_response(text: str, screen: tuple[int, int], resized: tuple[int, int])
 
     Raises: ParseError naming the problem; never any other exception.
     """
-    try:
-        thought, action_text = split_reply(text)
-        actions = [_to_action(c, resized, screen) for c in _read_calls(action_text)]
-    except ParseError:
-        raise
-    except Exception as exc:  # defensive: the contract is "ParseError or a result"
-        raise ParseError(f"unparseable reply: {exc!r}") from exc
+    thought, action_text = split_reply(text)
+    actions = [_to_action(c, resized, screen) for c in _read_calls(action_text)]
     terminal: Literal["DONE", "FAIL"] | None = None
     for action in actions:
         if action.action_type in ("DONE", "FAIL"):

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from services.runner.osworld.evidence import Evidence, Replay
 from services.runner.osworld.placeholders import placeholder_values
 
 
@@ -22,7 +23,10 @@ class SetupContext:
     - `work_dir`: per-rollout host directory for `execute` `stdout` / `stderr` captures (None: a
       capture request is a SetupError);
     - `until_max_attempts` / `until_interval_s`: bound of an `execute` `until` loop (OSWorld waits
-      0.3 s between attempts and has no bound on an unmet condition).
+      0.3 s between attempts and has no bound on an unmet condition);
+    - `chromium_port`: port of Chrome DevTools on the env's host (OSWorld tasks forward 9222 -> 1337
+      with socat);
+    - `vlc_port`: port of VLC's HTTP interface on the env's host (OSWorld: 8080, password "password").
     """
 
     client_password: str
@@ -32,6 +36,8 @@ class SetupContext:
     work_dir: Path | None = None
     until_max_attempts: int = 100
     until_interval_s: float = 0.3
+    chromium_port: int = 9222
+    vlc_port: int = 8080
 
     @property
     def placeholders(self) -> dict[str, str]:
@@ -46,9 +52,14 @@ class EvalContext:
     - `setup`: context for `postconfig` steps and command placeholders;
     - `cache_dir`: host-side URL cache (`cloud_file`) and shared files (`cache_file`);
     - `work_dir`: per-rollout host directory where `vm_file` / `cloud_file` copies land; when None,
-      `evaluate()` uses a temporary directory removed when it returns.
+      `evaluate()` uses a temporary directory removed when it returns;
+    - `evidence`: when given, every metric call's getter states are recorded into it (rescoring);
+    - `replay`: when given, metric calls take the recorded states instead of running getters, and
+      `postconfig` steps are skipped (no env is touched: `cua-rollout rescore`).
     """
 
     setup: SetupContext
     cache_dir: Path
     work_dir: Path | None = field(default=None)
+    evidence: Evidence | None = None
+    replay: Replay | None = None

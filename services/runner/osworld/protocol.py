@@ -30,6 +30,23 @@ class ExecResultLike(Protocol):
 class EnvLike(Protocol):
     """A desktop env as used by setup, getters and evaluation (exactly the methods used here)."""
 
+    @property
+    def host(self) -> str:
+        """Host name or IP where the env's other services listen (Chrome DevTools, VLC HTTP)."""
+        ...
+
+    def accessibility(self) -> str:
+        """Accessibility tree XML in OSWorld's format (`GET /accessibility`)."""
+        ...
+
+    def window_size(self, app_class_name: str) -> dict[str, int] | None:
+        """`{"width", "height"}` of the first window of WM class `app_class_name` (`POST /window_size`)."""
+        ...
+
+    def wallpaper(self) -> bytes | None:
+        """Image bytes of the desktop wallpaper, None when none is set (`POST /wallpaper`)."""
+        ...
+
     def execute(
         self, command: list[str] | str, shell: bool = False, timeout_s: float | None = None
     ) -> ExecResultLike:

@@ -1,67 +1,104 @@
-"""Value-vs-rule matching used by `check_json` (OSWorld `desktop_env/evaluators/metrics/utils.py`,
-`_match_value_to_rule`).
+"""Value-vs-rule and record matching shared by the metric modules (OSWorld
+`desktop_env/evaluators/metrics/utils.py`: `_match_value_to_rule`, `_match_record`,
+`_multicellrange_containsby`).
 
 A rule is `{"method": <method>, "ref": <reference>}` with method one of:
-`re` / `re.<FLAG>[.<FLAG>...]` (regex search of `ref` in the value, flags by `re` attribute name),
-`eq` `ne` `le` `lt` `ge` `gt` (value OP ref), `approx:<tol>` (|float(value) - ref| <= tol),
-`range.<l><r>` with `l`, `r` in {`t`, `e`} (ref[0] <l> value <r> ref[1]; `t` strict, `e` inclusive),
-`str_list_eq` / `str_set_eq` (value split on commas, quotes stripped, equals ref as list / set).
+- `re` or any method starting with `re`, optionally `.<FLAG>` suffixes (`re.I.M`): `re.search(ref, value)`
+  with the flags named by `re` attribute;
+- `eq` `ne` `le` `lt` `ge` `gt`: `value OP ref`;
+- `approx:<tol>`: `|float(value) - ref| <= tol` (a value that is no number does not match);
+- `spreadsheet_range`: `value` (an openpyxl `MultiCellRange`) covers `ref[0]` and lies within `ref[1]`;
+- `range.<l><r>` with `l`, `r` in {`t`, `e`}: `ref[0] <l> value <r> ref[1]` (`t` strict, `e` inclusive);
+- `str_list_eq` / `str_set_eq`: `value` (a string) with quotes stripped at both ends and split on commas
+  equals `ref` as a list / set.
+
+Where OSWorld's function raises (a missing method, an unknown method or flag, a value of the wrong
+type for the method, e.g. a regex on a number), `match_value_to_rule` raises `RuleError`: callers
+that OSWorld wraps in `try` (e.g. `check_json`, `compare_table`'s `check_cell`) catch it and score
+0; the others let it end the evaluation as an `EvalError`.
 """
 
 from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
+
+from openpyxl.worksheet.cell_range import MultiCellRange
 
 from services.runner.osworld.errors import EvalError
 
-_COMPARE: dict[str, Callable[[Any, Any], bool]] = {
+__all__ = ["RuleError", "match_record", "match_value_to_rule", "multicellrange_contained_by"]
+
+
+class RuleError(EvalError):
+    """A rule cannot be applied to a value (OSWorld's `_match_value_to_rule` raises on it)."""
+
+
+_COMPARE: dict[str, Callable[[Any, Any], Any]] = {
     "eq": operator.eq, "ne": operator.ne, "le": operator.le, "lt": operator.lt, "ge": operator.ge, "gt": operator.gt,
 }
-_RANGE_SIDE: dict[str, Callable[[Any, Any], bool]] = {"t": operator.lt, "e": operator.le}
+_RANGE_SIDE: dict[str, Callable[[Any, Any], Any]] = {"t": operator.lt, "e": operator.le}
+
+
+def multicellrange_contained_by(subset: Iterable[Any], superset: Any) -> bool:
+    """Whether every range of `subset` lies within some range of `superset` (OpenPyXL's `in`)."""
+    return all(cell_range in superset for cell_range in subset)
+
+
+def match_record(pattern: Mapping[str, Any], item: Mapping[str, Any]) -> bool:
+    """Whether `item` has every key of `pattern` with an equal value (OSWorld `_match_record`)."""
+    return all(key in item and item[key] == value for key, value in pattern.items())
 
 
 def _regex_flags(method: str) -> re.RegexFlag:
     flags = re.RegexFlag(0)
     for name in method.split(".")[1:]:
-        flag = getattr(re, name, None)
-        if not isinstance(flag, re.RegexFlag):
-            raise EvalError(f"check_json: unknown regex flag {name!r} in method {method!r}")
-        flags |= flag
+        flags = operator.or_(flags, getattr(re, name))
     return flags
 
 
-def _match_range(method: str, value: Any, ref: Any) -> bool:
-    sides = method[len("range."):]
-    if len(sides) != 2 or any(s not in _RANGE_SIDE for s in sides):
-        raise EvalError(f"check_json: bad range method {method!r} (want range.tt, range.te, range.et or range.ee)")
-    return _RANGE_SIDE[sides[0]](ref[0], value) and _RANGE_SIDE[sides[1]](value, ref[1])
-
-
-def match_value_to_rule(value: Any, rule: dict[str, Any]) -> bool:
-    """Whether `value` satisfies `rule` (see module docstring). A value of an incomparable type
-    does not match.
-
-    Raises: EvalError for a missing or unknown method.
-    """
-    method = rule.get("method")
-    ref: Any = rule.get("ref")
-    if not isinstance(method, str):
-        raise EvalError(f"check_json: rule without a method: {rule!r}")
+def _approx(method: str, value: Any, ref: Any) -> bool:
+    tolerance = float(method.split(":")[1])
     try:
-        if method == "re" or method.startswith("re."):
-            return isinstance(value, str) and re.search(str(ref), value, _regex_flags(method)) is not None
-        if method in _COMPARE:
-            return bool(_COMPARE[method](value, ref))
-        if method.startswith("approx:"):
-            return abs(float(value) - float(ref)) <= float(method.split(":", 1)[1])
-        if method.startswith("range."):
-            return bool(_match_range(method, value, ref))
-        if method in ("str_list_eq", "str_set_eq"):
-            items = str(value).strip("\"'").split(",")
-            return list(items) == list(ref) if method == "str_list_eq" else set(items) == set(ref)
+        number = float(value)
     except (TypeError, ValueError):
         return False
-    raise EvalError(f"check_json: unsupported rule method {method!r}")
+    return bool(abs(number - ref) <= tolerance)
+
+
+def _apply(method: str, value: Any, rule: Mapping[str, Any]) -> bool:
+    if method.startswith("re"):
+        return re.search(rule["ref"], value, _regex_flags(method)) is not None
+    if method in _COMPARE:
+        return bool(_COMPARE[method](value, rule["ref"]))
+    if method.startswith("approx"):
+        return _approx(method, value, rule["ref"])
+    if method == "spreadsheet_range":
+        smallest, largest = MultiCellRange(rule["ref"][0]), MultiCellRange(rule["ref"][1])
+        return multicellrange_contained_by(smallest, value) and multicellrange_contained_by(value, largest)
+    if method.startswith("range."):
+        left, right = _RANGE_SIDE[method[6]], _RANGE_SIDE[method[7]]
+        return bool(left(rule["ref"][0], value)) and bool(right(value, rule["ref"][1]))
+    if method == "str_list_eq":
+        return value.strip("\"'").split(",") == list(rule["ref"])
+    if method == "str_set_eq":
+        return set(value.strip("\"'").split(",")) == set(rule["ref"])
+    raise RuleError(f"unsupported rule method {method!r}")
+
+
+def match_value_to_rule(value: Any, rule: Mapping[str, Any]) -> bool:
+    """Whether `value` satisfies `rule` (see the module docstring for the methods).
+
+    Raises: RuleError (an EvalError) naming the rule and the problem where OSWorld's function raises.
+    """
+    try:
+        method = rule["method"]
+        if not isinstance(method, str):
+            raise RuleError(f"rule method must be a string, got {method!r}")
+        return _apply(method, value, rule)
+    except RuleError:
+        raise
+    except Exception as exc:  # OSWorld raises here too: the rule does not fit the value
+        raise RuleError(f"rule {dict(rule)!r} cannot be applied to {value!r}: {type(exc).__name__}: {exc}") from exc

@@ -1,0 +1,172 @@
+"""Evaluation statistics of a run: success rates with Wilson intervals, unbiased pass@k, latency
+breakdown and cost per success (what `GET /v1/runs/{id}/stats` and `cua-rollout stats` show).
+
+Success means reward >= 1 (OSWorld's convention: a task is solved when its metric returns 1.0).
+Only rollouts with a reward count towards rates; infrastructure failures and the other statuses
+without a reward (`unsupported`, `setup_error`, `eval_error`, `runner_error`, `parse_error`,
+`cancelled`) are counted apart, never as failures of the policy.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+
+from pydantic import BaseModel, Field
+from scipy.stats import binomtest
+
+from common.runstate import RolloutRecord
+
+#: Latency components of a rollout, in ms: keys of `RolloutRecord.timings` (runner's episode timings).
+LATENCY_PARTS = ("model_ms", "env_ms", "setup_ms", "eval_ms", "overhead_ms")
+
+
+class Rate(BaseModel):
+    """`successes` of `n` rewarded rollouts; `rate` in [0, 1] (None when n = 0) with its Wilson
+    score 95 % interval [`low`, `high`] (Wilson 1927; scipy's `binomtest(...).proportion_ci`)."""
+
+    successes: int
+    n: int
+    rate: float | None
+    low: float | None
+    high: float | None
+
+
+class Percentiles(BaseModel):
+    """p50 / p95 of a latency component over the run's finished rollouts, in ms (None: no data)."""
+
+    p50: float | None
+    p95: float | None
+
+
+class Cost(BaseModel):
+    """Resources spent per success: env-seconds (wall time an env was held), model-seconds (time
+    waiting on the model) and model tokens (prompt + completion). None when there is no success."""
+
+    env_seconds: float | None
+    model_seconds: float | None
+    tokens: float | None
+
+
+class RunStats(BaseModel):
+    """Statistics of one run (see module docstring for what counts as success)."""
+
+    run_id: str
+    overall: Rate
+    domains: dict[str, Rate]
+    pass_at_k: dict[int, float] = Field(description="k -> mean unbiased pass@k over tasks with >= k rewarded rollouts")
+    infra_failures: int
+    unrewarded: dict[str, int] = Field(description="status -> rollouts that ended without a reward")
+    latency_ms: dict[str, Percentiles]
+    cost_per_success: Cost
+
+
+def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float] | None:
+    """Wilson score interval of a binomial proportion `successes / n`; None when n = 0.
+
+    Raises: ValueError when successes is outside [0, n].
+    """
+    if n == 0:
+        return None
+    if not 0 <= successes <= n:
+        raise ValueError(f"successes must be in [0, {n}], got {successes}")
+    ci = binomtest(successes, n).proportion_ci(confidence_level=confidence, method="wilson")
+    return float(ci.low), float(ci.high)
+
+
+def rate(successes: int, n: int) -> Rate:
+    """A `Rate` with its Wilson 95 % interval."""
+    interval = wilson_interval(successes, n)
+    return Rate(successes=successes, n=n, rate=successes / n if n else None,
+                low=interval[0] if interval else None, high=interval[1] if interval else None)
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k of one task with `c` successes among `n` samples: 1 - C(n-c, k) / C(n, k)
+    (Chen et al. 2021, "Evaluating Large Language Models Trained on Code", eq. 1, in its numerically
+    stable product form).
+
+    Raises: ValueError unless 0 <= c <= n and 1 <= k <= n.
+    """
+    if not (0 <= c <= n and 1 <= k <= n):
+        raise ValueError(f"pass@k needs 0 <= c <= n and 1 <= k <= n, got n={n} c={c} k={k}")
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.prod(1.0 - k / i for i in range(n - c + 1, n + 1))
+
+
+def mean_pass_at_k(per_task: Iterable[tuple[int, int]]) -> dict[int, float]:
+    """k -> mean pass@k over the tasks given as (n, c); each k up to the largest n, averaged over
+    the tasks with n >= k."""
+    tasks = [(n, c) for n, c in per_task if n > 0]
+    out: dict[int, float] = {}
+    for k in range(1, max((n for n, _ in tasks), default=0) + 1):
+        values = [pass_at_k(n, c, k) for n, c in tasks if n >= k]
+        out[k] = sum(values) / len(values)
+    return out
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The q-th percentile (0-100) by linear interpolation between closest ranks (numpy's default)."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * q / 100.0
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def _latency_parts(record: RolloutRecord) -> dict[str, float]:
+    timings = dict(record.timings)
+    timings.setdefault("model_ms", record.model_ms)
+    timings.setdefault("env_ms", record.env_ms)
+    known = sum(timings.get(part, 0.0) for part in LATENCY_PARTS if part != "overhead_ms")
+    if record.duration_ms is not None:
+        timings["overhead_ms"] = max(0.0, record.duration_ms - known)
+    return timings
+
+
+def is_success(record: RolloutRecord) -> bool:
+    """Rewarded and reward >= 1."""
+    return record.reward is not None and record.reward >= 1.0
+
+
+def run_stats(run_id: str, records: Iterable[RolloutRecord]) -> RunStats:
+    """Statistics over the terminal rollouts among `records` (queued/running ones are ignored)."""
+    finished = [r for r in records if r.status.is_terminal]
+    rewarded = [r for r in finished if r.reward is not None]
+    by_domain: dict[str, list[RolloutRecord]] = defaultdict(list)
+    by_task: dict[str, list[RolloutRecord]] = defaultdict(list)
+    for record in rewarded:
+        by_domain[record.domain].append(record)
+        by_task[record.task_id].append(record)
+    unrewarded: dict[str, int] = defaultdict(int)
+    for record in finished:
+        if record.reward is None:
+            unrewarded[record.status.value] += 1
+    parts = [_latency_parts(r) for r in finished]
+    successes = sum(1 for r in rewarded if is_success(r))
+    tokens = [r.prompt_tokens + r.completion_tokens for r in finished]
+    return RunStats(
+        run_id=run_id,
+        overall=rate(successes, len(rewarded)),
+        domains={d: rate(sum(1 for r in rs if is_success(r)), len(rs)) for d, rs in sorted(by_domain.items())},
+        pass_at_k=mean_pass_at_k((len(rs), sum(1 for r in rs if is_success(r))) for rs in by_task.values()),
+        infra_failures=sum(1 for r in finished if r.status.is_infra_failure),
+        unrewarded=dict(sorted(unrewarded.items())),
+        latency_ms=_latency_table(finished, parts),
+        cost_per_success=Cost(
+            env_seconds=sum(r.duration_ms or 0.0 for r in finished) / 1000.0 / successes if successes else None,
+            model_seconds=sum(r.model_ms for r in finished) / 1000.0 / successes if successes else None,
+            tokens=sum(tokens) / successes if successes else None,
+        ),
+    )
+
+
+def _latency_table(finished: list[RolloutRecord], parts: list[dict[str, float]]) -> dict[str, Percentiles]:
+    columns = {"total_ms": [r.duration_ms for r in finished if r.duration_ms is not None]}
+    columns.update({part: [p[part] for p in parts if part in p] for part in LATENCY_PARTS})
+    return {name: Percentiles(p50=percentile(values, 50), p95=percentile(values, 95))
+            for name, values in columns.items()}

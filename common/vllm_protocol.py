@@ -1,0 +1,137 @@
+"""The parts of vLLM's OpenAI-compatible wire format that carry token ids and logprobs, as pydantic models.
+
+Written for this project after the models of the same names in vLLM's `vllm/entrypoints/openai/protocol.py`
+(Apache-2.0, https://github.com/vllm-project/vllm): field names, nesting and defaults follow that file so
+that the scripted policy answers, and the runner reads, exactly what a vLLM server sends. Only the fields
+this project uses are modelled; `extra="allow"` keeps every other field a server sends.
+
+Request fields (`ChatCompletionRequest`): `logprobs: bool`, `top_logprobs: int` (alternatives per position),
+`return_tokens_as_token_ids: bool` (each logprob's `token` becomes `"token_id:<id>"`), `return_token_ids:
+bool` (the answer carries `prompt_token_ids` and each choice's `token_ids`; streaming: `prompt_token_ids`
+only in the first chunk, `token_ids` as per-chunk deltas).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+TOKEN_ID_PREFIX = "token_id:"
+
+
+class OpenAIBaseModel(BaseModel):
+    """Extra fields allowed, as in vLLM."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class TokenRequestFields(OpenAIBaseModel):
+    """The token-related fields of vLLM's `ChatCompletionRequest` (validated by the scripted policy)."""
+
+    logprobs: bool | None = False
+    top_logprobs: int | None = Field(default=0, ge=0, le=20)
+    return_tokens_as_token_ids: bool | None = None
+    return_token_ids: bool | None = None
+    stream: bool | None = False
+
+
+class ChatCompletionLogProb(OpenAIBaseModel):
+    """One alternative token: text (or `token_id:<id>`), logprob, UTF-8 bytes."""
+
+    token: str
+    logprob: float = -9999.0
+    bytes: list[int] | None = None
+
+
+class ChatCompletionLogProbsContent(ChatCompletionLogProb):
+    """The sampled token at one position and the top alternatives there."""
+
+    top_logprobs: list[ChatCompletionLogProb] = Field(default_factory=list)
+
+
+class ChatCompletionLogProbs(OpenAIBaseModel):
+    """`choices[i].logprobs`."""
+
+    content: list[ChatCompletionLogProbsContent] | None = None
+
+
+class ChatMessage(OpenAIBaseModel):
+    """`choices[i].message` (the fields used here)."""
+
+    role: str
+    content: str | None = None
+
+
+class ChatCompletionResponseChoice(OpenAIBaseModel):
+    """`choices[i]` of a non-streaming answer; `token_ids` only with `return_token_ids`."""
+
+    index: int
+    message: ChatMessage
+    logprobs: ChatCompletionLogProbs | None = None
+    finish_reason: str | None = "stop"
+    stop_reason: int | str | None = None
+    token_ids: list[int] | None = None
+
+
+class UsageInfo(OpenAIBaseModel):
+    """`usage`."""
+
+    prompt_tokens: int = 0
+    total_tokens: int = 0
+    completion_tokens: int | None = 0
+
+
+class ChatCompletionResponse(OpenAIBaseModel):
+    """A non-streaming chat completion; `prompt_token_ids` only with `return_token_ids`."""
+
+    id: str
+    object: str = "chat.completion"
+    created: int
+    model: str
+    choices: list[ChatCompletionResponseChoice]
+    usage: UsageInfo
+    system_fingerprint: str | None = None
+    prompt_logprobs: list[dict[int, Any] | None] | None = None
+    prompt_token_ids: list[int] | None = None
+    kv_transfer_params: dict[str, Any] | None = None
+
+
+class DeltaMessage(OpenAIBaseModel):
+    """`choices[i].delta` of a stream chunk."""
+
+    role: str | None = None
+    content: str | None = None
+
+
+class ChatCompletionResponseStreamChoice(OpenAIBaseModel):
+    """`choices[i]` of a stream chunk; `token_ids` are this chunk's new tokens."""
+
+    index: int
+    delta: DeltaMessage
+    logprobs: ChatCompletionLogProbs | None = None
+    finish_reason: str | None = None
+    stop_reason: int | str | None = None
+    token_ids: list[int] | None = None
+
+
+class ChatCompletionStreamResponse(OpenAIBaseModel):
+    """One SSE chunk (`data: {...}`); `prompt_token_ids` in the first chunk only."""
+
+    id: str
+    object: str = "chat.completion.chunk"
+    created: int
+    model: str
+    choices: list[ChatCompletionResponseStreamChoice]
+    usage: UsageInfo | None = None
+    prompt_token_ids: list[int] | None = None
+
+
+def token_id_of(token: str) -> int | None:
+    """The id in a `token_id:<id>` token string (`return_tokens_as_token_ids`), else None."""
+    if token.startswith(TOKEN_ID_PREFIX):
+        try:
+            return int(token[len(TOKEN_ID_PREFIX):])
+        except ValueError:
+            return None
+    return None

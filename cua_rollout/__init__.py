@@ -1,0 +1,1 @@
+"""cua-rollout's Python client for trainers and evaluators: `from cua_rollout.client import RolloutClient`."""

@@ -1,0 +1,170 @@
+"""Typed Python client of the producer API for trainers and evaluators (httpx + server-sent events).
+
+    with RolloutClient("http://localhost:8000") as client:
+        run = client.submit(tasks, rollouts_per_task=8, policy_version="step-120")
+        for rollout in client.iter_finished(run.run_id):   # as each rollout finishes
+            ...                                             # rollout.reward, rollout.trajectory
+        summary = client.wait(run.run_id, timeout_s=600)
+
+`iter_finished` follows `GET /v1/runs/{run_id}/events` and reconnects from its last cursor when the
+connection drops, so every finished rollout is yielded exactly once per call.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import httpx
+from httpx_sse import connect_sse
+from pydantic import BaseModel
+
+from common.flaky import FlakyReport
+from common.rundiff import RunDiff
+from common.runstate import RolloutRecord, RunSummary
+from common.stats import RunStats
+from common.task import OSWorldTask
+
+
+class RolloutClientError(RuntimeError):
+    """The producer answered with an error status; the message carries its status and error text."""
+
+
+class SubmittedRun(BaseModel):
+    """What `POST /v1/runs` answered: the run id and how many rollouts were enqueued / skipped."""
+
+    run_id: str
+    enqueued: int
+    already_present: int = 0
+    created: bool = True
+    skipped: int = 0
+    unsupported: dict[str, list[str]] = {}
+
+
+class RolloutClient:
+    """Client of one producer (`base_url`, e.g. `http://localhost:8000`); `token` is sent as a bearer
+    token on every request. Use as a context manager or call `close()`."""
+
+    def __init__(self, base_url: str, token: str | None = None, timeout_s: float = 30.0) -> None:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._http = httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout_s)
+
+    def __enter__(self) -> RolloutClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._http.close()
+
+    def _json(self, method: str, path: str, **kwargs: Any) -> Any:
+        response = self._http.request(method, path, **kwargs)
+        if response.status_code >= 400:
+            try:
+                detail = response.json().get("error") or response.json().get("detail")
+            except ValueError:
+                detail = response.text
+            raise RolloutClientError(f"{method} {path}: HTTP {response.status_code}: {detail}")
+        return response.json()
+
+    def submit(self, tasks: Sequence[OSWorldTask | dict[str, Any]], **run_fields: Any) -> SubmittedRun:
+        """Submit a run of `tasks` (OSWorld task models or their JSON dicts); `run_fields` are the other
+        `RunRequest` fields (`rollouts_per_task`, `policy_version`, `run_id`, `idempotency_key`, ...).
+
+        Raises: RolloutClientError with the producer's error text (e.g. 422 naming the bad field).
+        """
+        body = {"tasks": [t.to_json_dict() if isinstance(t, OSWorldTask) else t for t in tasks], **run_fields}
+        return SubmittedRun.model_validate(self._json("POST", "/v1/runs", json=body))
+
+    def run(self, run_id: str) -> RunSummary:
+        """The run's summary with its rollout records. Raises: RolloutClientError (404 when unknown)."""
+        return RunSummary.model_validate(self._json("GET", f"/v1/runs/{run_id}"))
+
+    def stats(self, run_id: str) -> RunStats:
+        """`GET /v1/runs/{run_id}/stats`. Raises: RolloutClientError (404 when unknown)."""
+        return RunStats.model_validate(self._json("GET", f"/v1/runs/{run_id}/stats"))
+
+    def diff(self, run_a: str, run_b: str) -> RunDiff:
+        """`GET /v1/runs/{run_a}/diff/{run_b}`. Raises: RolloutClientError (404 naming the run)."""
+        return RunDiff.model_validate(self._json("GET", f"/v1/runs/{run_a}/diff/{run_b}"))
+
+    def flaky(self, runs: int = 50) -> FlakyReport:
+        """`GET /v1/flaky`: flaky tasks among the newest `runs` runs."""
+        return FlakyReport.model_validate(self._json("GET", "/v1/flaky", params={"runs": runs}))
+
+    def quarantine(self, task_ids: Sequence[str] = (), remove: bool = False) -> list[str]:
+        """Put `task_ids` on the quarantine list (or take them off with `remove`); returns the list.
+        Raises: RolloutClientError (401 without the producer's token, 422 for a bad task id)."""
+        listed: list[str] = list(self._json("GET", "/v1/quarantine")["task_ids"])
+        for task_id in task_ids:
+            listed = list(self._json("DELETE" if remove else "PUT", f"/v1/quarantine/{task_id}")["task_ids"])
+        return listed
+
+    def trajectories(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's stored trajectories: `[{"trajectory": "<run>/<task>_<index>", "manifest": {...}}]`."""
+        return list(self._json("GET", f"/v1/runs/{run_id}/trajectories")["trajectories"])
+
+    def trajectory_files(self, trajectory: str) -> list[str]:
+        """File names stored for one trajectory (`<run>/<task>_<index>`)."""
+        return list(self._json("GET", f"/v1/trajectories/{trajectory}")["files"])
+
+    def trajectory_file(self, trajectory: str, name: str) -> bytes:
+        """The bytes of one stored file of a trajectory. Raises: RolloutClientError (404 when missing)."""
+        response = self._http.get(f"/v1/trajectories/{trajectory}/{name}")
+        if response.status_code >= 400:
+            raise RolloutClientError(f"GET /v1/trajectories/{trajectory}/{name}: HTTP {response.status_code}")
+        return response.content
+
+    def iter_finished(self, run_id: str, cursor: str | None = None,
+                      reconnect_attempts: int = 5) -> Iterator[RolloutRecord]:
+        """Yield each rollout of the run as it finishes (terminal status), in finishing order,
+        until every rollout is terminal. `cursor`: resume after that event id (see `last_cursor`).
+        A dropped connection is resumed from the last event, up to `reconnect_attempts` times in a row.
+
+        Raises: RolloutClientError on an error status (404 unknown run); httpx.TransportError once
+        reconnecting failed `reconnect_attempts` times.
+        """
+        failures = 0
+        while True:
+            params = {"cursor": cursor} if cursor else {}
+            try:
+                with connect_sse(self._http, "GET", f"/v1/runs/{run_id}/events", params=params,
+                                 timeout=httpx.Timeout(self._http.timeout.connect, read=60.0)) as source:
+                    if source.response.status_code >= 400:
+                        source.response.read()
+                        raise RolloutClientError(f"GET /v1/runs/{run_id}/events: HTTP "
+                                                 f"{source.response.status_code}: {source.response.text}")
+                    for event in source.iter_sse():
+                        failures = 0
+                        if event.event == "end":
+                            return
+                        if event.event == "rollout":
+                            cursor = event.id or cursor
+                            self.last_cursor = cursor
+                            yield RolloutRecord.model_validate_json(event.data)
+            except httpx.TransportError:
+                failures += 1
+                if failures > reconnect_attempts:
+                    raise
+                time.sleep(min(0.2 * 2 ** failures, 5.0))  # back off before resuming from the cursor
+
+    last_cursor: str | None = None
+    """The event id of the last rollout `iter_finished` yielded (to resume in a later call)."""
+
+    def wait(self, run_id: str, timeout_s: float = 3600.0, poll_s: float = 1.0) -> RunSummary:
+        """Poll until every rollout of the run is terminal and return its summary.
+
+        Raises: TimeoutError naming the run and its progress; RolloutClientError (404 when unknown).
+        """
+        deadline = time.monotonic() + timeout_s
+        while True:
+            summary = self.run(run_id)
+            if summary.finished:
+                return summary
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"run {run_id} not finished after {timeout_s:.0f} s: "
+                                   f"{summary.done}/{summary.total} rollouts done")
+            time.sleep(poll_s)

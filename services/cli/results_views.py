@@ -1,0 +1,76 @@
+"""Rich tables of run statistics and run diffs (`cua-rollout stats`, `cua-rollout diff`)."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from common.flaky import FlakyReport
+from common.rundiff import RunDiff
+from common.stats import Rate, RunStats
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def _rate_cells(rate: Rate) -> tuple[str, str, str]:
+    interval = "-" if rate.low is None or rate.high is None else f"[{_pct(rate.low)}, {_pct(rate.high)}]"
+    return f"{rate.successes}/{rate.n}", _pct(rate.rate), interval
+
+
+def success_table(stats: RunStats) -> Table:
+    """Success per domain and overall, with Wilson 95 % intervals."""
+    table = Table(title=f"run {stats.run_id}: success (reward >= 1) with Wilson 95% interval")
+    for column in ("domain", "solved", "rate", "95% interval"):
+        table.add_column(column)
+    for domain, rate in stats.domains.items():
+        table.add_row(domain, *_rate_cells(rate))
+    table.add_row("[b]all[/b]", *_rate_cells(stats.overall))
+    return table
+
+
+def detail_table(stats: RunStats) -> Table:
+    """pass@k, failures kept out of the rate, latency p50/p95 per part and cost per success."""
+    table = Table(title="pass@k, failures, latency (ms) and cost per success")
+    table.add_column("measure")
+    table.add_column("value")
+    for k, pass_k in stats.pass_at_k.items():
+        table.add_row(f"pass@{k}", _pct(pass_k))
+    table.add_row("infrastructure failures", str(stats.infra_failures))
+    for status, count in stats.unrewarded.items():
+        table.add_row(f"no reward: {status}", str(count))
+    for part, pct in stats.latency_ms.items():
+        cells = "-" if pct.p50 is None or pct.p95 is None else f"p50 {pct.p50:.0f}  p95 {pct.p95:.0f}"
+        table.add_row(part, cells)
+    cost = stats.cost_per_success
+    costs: list[tuple[str, float | None]] = [("env-seconds / success", cost.env_seconds),
+                                              ("model-seconds / success", cost.model_seconds),
+                                              ("tokens / success", cost.tokens)]
+    for name, value in costs:
+        table.add_row(name, "-" if value is None else f"{value:.1f}")
+    return table
+
+
+def diff_table(diff: RunDiff) -> Table:
+    """Per domain: success A -> B, change, fixed/broken/unchanged tasks and Fisher's exact p-value."""
+    table = Table(title=f"{diff.run_a} -> {diff.run_b} (Fisher's exact test per domain)")
+    for column in ("domain", "A", "B", "delta", "fixed", "broken", "unchanged", "p-value"):
+        table.add_column(column)
+    for d in diff.domains:
+        delta = "-" if d.delta is None else f"{100 * d.delta:+.1f} pt"
+        p_value = "-" if d.p_value is None else f"{d.p_value:.3g}"
+        table.add_row(d.domain, _pct(d.a_rate), _pct(d.b_rate), delta, str(d.fixed), str(d.broken),
+                      str(d.unchanged), p_value)
+    return table
+
+
+def flaky_table(report: FlakyReport) -> Table:
+    """Flaky tasks with their success and infrastructure failure rates (`GET /v1/flaky`)."""
+    tasks = report.tasks
+    table = Table(title=f"flaky tasks over the newest {report.runs} runs")
+    for column in ("task", "policy version", "runs", "rollouts", "success", "infra failures", "why"):
+        table.add_column(column)
+    for t in tasks:
+        table.add_row(t.task_id, t.policy_version or "-", str(t.runs), str(t.rollouts), _pct(t.success_rate),
+                      _pct(t.infra_failure_rate), ", ".join(t.reasons))
+    return table

@@ -1,0 +1,183 @@
+"""The step loop of one episode: screenshot -> model -> parse -> execute -> settle -> publish (SPEC section 4)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, TypeVar
+
+import redis
+
+from common.env_client import DesktopEnvClient, EnvError
+from common.envpool import LeaseKeeper
+from common.events import ExecResult, ParsedAction, StepEvent, StepTimings, Usage
+from common.run import RolloutJob
+from common.runstate import is_cancelled
+from common.status import RolloutStatus
+from services.runner.agent.parser import ParsedResponse, ParseError
+from services.runner.agent.ui_tars import UITarsAgent
+from services.runner.metrics import observe_step
+from services.runner.model_client import ModelClient, ModelError, ModelReply
+from services.runner.outcome import EpisodeStop, RolloutOutcome, StepTotals
+from services.runner.publisher import EventPublisher
+from services.runner.settings import RunnerSettings
+from services.runner.settle import Point, ScreenSettler
+
+log = logging.getLogger(__name__)
+_T = TypeVar("_T")
+
+
+@dataclass
+class Episode:
+    """Everything one episode's steps use: the job, its event ref, the env, the gateway client, the
+    agent state, the lease keeper and the running totals."""
+
+    job: RolloutJob
+    ref: dict[str, Any]
+    env: DesktopEnvClient
+    model: ModelClient
+    agent: UITarsAgent
+    keeper: LeaseKeeper
+    totals: StepTotals
+
+
+def pointer_of(env: DesktopEnvClient) -> Point | None:
+    """The mouse pointer's position in pixels (`GET /cursor_position`), or None when the env cannot tell."""
+    try:
+        return env.cursor_position()
+    except (EnvError, ValueError, TypeError):  # no such endpoint, or a reply that is not [x, y]
+        return None
+
+
+class StepLoop:
+    """Runs the steps of episodes with one Redis client, publisher and settings."""
+
+    def __init__(self, client: redis.Redis, settings: RunnerSettings, publisher: EventPublisher) -> None:
+        self.client = client
+        self.settings = settings
+        self.publisher = publisher
+
+    def run(self, episode: Episode) -> RolloutOutcome:
+        """Steps until the agent finishes, fails or `max_steps` pass. Raises: EpisodeStop (cancelled,
+        lease lost, env or model failure)."""
+        job, env, agent, totals = episode.job, episode.env, episode.agent, episode.totals
+        settler = ScreenSettler(env.screenshot, lambda: pointer_of(env), self.settings.settle_config)
+        png: bytes | None = None
+        for step in range(job.max_steps):
+            if is_cancelled(self.client, job.run_id):
+                raise EpisodeStop(RolloutStatus.CANCELLED, f"run cancelled at step {step}")
+            if episode.keeper.lost.is_set():
+                raise EpisodeStop(RolloutStatus.ENV_ERROR, "env lease lost (renewal failed)")
+            t_step = time.perf_counter()
+            env_ms = 0.0
+            if png is None:  # the first step, or settling is off: grab now
+                t_env = time.perf_counter()
+                png = self._env_call(settler.first_frame, f"screenshot failed at step {step}")
+                env_ms = (time.perf_counter() - t_env) * 1000.0
+            reply, parsed, model_ms = self._sample_parsable(job, episode.model, agent, agent.build_messages(png))
+            totals.model_ms += model_ms
+            totals.prompt_tokens += reply.prompt_tokens
+            totals.completion_tokens += reply.completion_tokens
+            if reply.model_version:
+                totals.versions.append(reply.model_version)
+            agent.record(reply.text)
+            execution, settle_ms, capped, next_png = ExecResult(), 0.0, False, None
+            if parsed is not None:
+                t_env = time.perf_counter()
+                execution, acted = self._execute(env, parsed.actions, step)
+                env_ms += (time.perf_counter() - t_env) * 1000.0
+                if acted and self.settings.settle_max_s > 0:
+                    settled = self._env_call(partial(settler.settle, png), f"screenshot failed at step {step}")
+                    settle_ms, capped, next_png = settled.settle_ms, settled.capped, settled.png
+            totals.env_ms += env_ms
+            totals.settle_ms += settle_ms
+            timings = StepTimings(model_ms=model_ms, env_ms=env_ms, settle_ms=settle_ms, settle_capped=capped,
+                                  step_ms=(time.perf_counter() - t_step) * 1000.0)
+            observe_step(timings)
+            self._publish(episode, step, reply, parsed, execution, png, timings)
+            totals.steps = step + 1
+            if parsed is None:
+                return RolloutOutcome(status=RolloutStatus.PARSE_ERROR, num_steps=step + 1,
+                                      error=f"unparseable reply at step {step}: {reply.text[:200]!r}")
+            if parsed.terminal == "DONE":
+                return RolloutOutcome(status=RolloutStatus.COMPLETED, num_steps=step + 1, last_action="DONE")
+            if parsed.terminal == "FAIL":
+                return RolloutOutcome(status=RolloutStatus.AGENT_FAIL, num_steps=step + 1, last_action="FAIL")
+            png = next_png
+        return RolloutOutcome(status=RolloutStatus.TRUNCATED, num_steps=job.max_steps)
+
+    @staticmethod
+    def _env_call(call: Callable[[], _T], what: str) -> _T:
+        try:
+            return call()
+        except EnvError as exc:
+            raise EpisodeStop(RolloutStatus.ENV_ERROR, f"{what}: {exc}") from exc
+
+    def _publish(self, episode: Episode, step: int, reply: ModelReply, parsed: ParsedResponse | None,
+                 execution: ExecResult, png: bytes, timings: StepTimings) -> None:
+        self.publisher.publish(
+            StepEvent(
+                step=step,
+                policy_version=episode.job.policy_version,
+                model_version=reply.model_version,
+                replica=reply.replica,
+                response=reply.text,
+                thought=parsed.thought if parsed else "",
+                actions=parsed.actions if parsed else [],
+                execution=execution,
+                timings=timings,
+                usage=Usage(prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens),
+                token_ids=reply.token_ids,
+                logprobs=reply.logprobs,
+                prompt_token_ids=reply.prompt_token_ids,
+                **episode.ref,
+            ),
+            png,
+        )
+
+    def _sample_parsable(
+        self, job: RolloutJob, model: ModelClient, agent: UITarsAgent, messages: list[dict[str, Any]]
+    ) -> tuple[ModelReply, ParsedResponse | None, float]:
+        """Call the model; re-sample an unparseable reply up to `max_parse_retries` times.
+
+        Returns (last reply, parsed reply or None if it never parsed, total model ms).
+        Raises: EpisodeStop(model_error) when the gateway fails.
+        """
+        model_ms = 0.0
+        for _ in range(self.settings.max_parse_retries + 1):
+            try:
+                reply = model.complete(messages, job.model, job.sampling.model_dump(),
+                                       job.rollout_id, job.policy_version, job.max_staleness)
+            except ModelError as exc:
+                raise EpisodeStop(RolloutStatus.MODEL_ERROR, str(exc)) from exc
+            model_ms += reply.model_ms
+            try:
+                return reply, agent.parse(reply.text), model_ms
+            except ParseError as exc:
+                log.info("rollout %s: unparseable reply (%s), re-sampling", job.rollout_id, exc)
+        return reply, None, model_ms
+
+    def _execute(self, env: DesktopEnvClient, actions: list[ParsedAction], step: int) -> tuple[ExecResult, bool]:
+        """Run each action's pyautogui code in the env; WAIT sleeps here. Stops at the first action
+        with a non-zero return code. Returns (result of the last action run, whether any code ran: a
+        step that only waited needs no settling, its next screenshot is grabbed fresh)."""
+        result, acted = ExecResult(), False
+        for action in actions:
+            if action.action_type.upper() == "WAIT":
+                time.sleep(self.settings.wait_action_s)  # the agent asked to wait for the UI
+                continue
+            if not action.code:
+                continue
+            try:
+                reply = env.execute(["python", "-c", action.code])
+            except EnvError as exc:
+                raise EpisodeStop(RolloutStatus.ENV_ERROR, f"execute failed at step {step}: {exc}") from exc
+            acted = True
+            result = ExecResult(returncode=reply.returncode if reply.returncode is not None else -1,
+                                output=reply.output or "", error=reply.error or "")
+            if reply.returncode != 0:
+                break
+        return result, acted

@@ -1,0 +1,62 @@
+"""Shared state of the producer's routers, handed out with FastAPI `Depends`.
+
+`create_app` stores the Redis client and settings on `app.state`; routers ask for them here instead
+of closing over them, so each router module stands alone.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import redis
+from fastapi import Depends, Path, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from common.auth import bearer_auth
+from common.ids import (
+    FILE_NAME_MAX,
+    FILE_NAME_PATTERN,
+    RUN_ID_MAX,
+    RUN_ID_PATTERN,
+    TRAJECTORY_NAME_MAX,
+    TRAJECTORY_NAME_PATTERN,
+)
+from common.objectstore import ObjectStore, open_store
+from services.task_producer.settings import ProducerSettings
+
+#: Path parameters: ids of the shapes of `common.ids`, so none can address objects outside its run.
+RunIdPath = Annotated[str, Path(min_length=1, max_length=RUN_ID_MAX, pattern=RUN_ID_PATTERN)]
+TrajectoryPath = Annotated[str, Path(min_length=1, max_length=TRAJECTORY_NAME_MAX, pattern=TRAJECTORY_NAME_PATTERN,
+                                     description="`{task_id}_{rollout_index}`")]
+FilePath = Annotated[str, Path(min_length=1, max_length=FILE_NAME_MAX, pattern=FILE_NAME_PATTERN)]
+
+
+def get_redis(request: Request) -> redis.Redis:
+    """The producer's Redis client (`REDIS_URL`)."""
+    client: redis.Redis = request.app.state.redis
+    return client
+
+
+def get_settings(request: Request) -> ProducerSettings:
+    """The producer's settings."""
+    settings: ProducerSettings = request.app.state.settings
+    return settings
+
+
+def get_store(request: Request) -> ObjectStore:
+    """The trajectory store (`STORE_URL`), opened on first use (the producer starts without it)."""
+    state = request.app.state
+    if getattr(state, "store", None) is None:
+        state.store = open_store(state.settings)
+    store: ObjectStore = state.store
+    return store
+
+
+_BEARER = HTTPBearer(auto_error=False, description="`Authorization: Bearer <PRODUCER_API_TOKEN>`")
+
+
+def require_write_token(request: Request,
+                        credentials: HTTPAuthorizationCredentials | None = Depends(_BEARER)) -> None:
+    """The producer's write-route check (`PRODUCER_API_TOKEN`, see `common.auth.bearer_auth`) for
+    routers, which are built before the app knows its token. Raises: HTTPException(401)."""
+    bearer_auth(get_settings(request).api_token, "PRODUCER_API_TOKEN")(credentials)
