@@ -16,9 +16,8 @@ import pytest
 
 from common.polling import free_port, http_ok, wait_until
 from services.model_gateway.replicas import ReplicaPool, replica_id
-from services.model_gateway.routing import StickyRouter, session_key
+from services.model_gateway.routing import ConsistentRouter, session_key, wants_stream
 from services.model_gateway.server import create_app as create_gateway
-from services.model_gateway.server import wants_stream
 from services.model_gateway.settings import GatewaySettings
 from services.scripted_policy.server import create_app as create_policy
 from services.scripted_policy.settings import ScriptedPolicySettings
@@ -63,35 +62,40 @@ def states(gw: str) -> dict[str, dict]:
 # --- routing units (no HTTP) ---------------------------------------------------------------------------------
 
 
-def test_session_key_precedence() -> None:
+def test_session_key_precedence_and_cheap_scans() -> None:
     body = json.dumps(chat(user="u-1")).encode()
     assert session_key({"x-episode-id": "e", "x-session-id": "s"}, body) == "e"
     assert session_key({"x-session-id": "s"}, body) == "s"
     assert session_key({}, body) == "u-1"
-    assert session_key({}, json.dumps(chat()).encode()) is None
+    assert session_key({}, json.dumps(chat()).encode()) is None  # "role": "user" is not a user field
     assert session_key({}, b'{"user": broken') is None
+    # A user message quoting a user field is escaped inside the JSON string: no match.
+    assert session_key({}, json.dumps(chat('say {"user": "x"}')).encode()) is None
     assert wants_stream(b'{"stream": true}') and not wants_stream(b'{"stream": false}')
+    assert wants_stream(b'{"messages": [], "stream"  :true}')
     assert not wants_stream(b'{"messages": []}') and not wants_stream(b'"stream" broken')
+    assert not wants_stream(json.dumps(chat('"stream": true')).encode())
 
 
-def test_sticky_router_lru_ttl_and_migration() -> None:
-    pool = ReplicaPool(["http://a:1", "http://b:2"], unhealthy_after=1)
-    router = StickyRouter(pool, ttl_s=3600, max_sessions=2)
+def test_router_pins_migrates_and_expires() -> None:
+    pool = ReplicaPool.of(["http://a:1", "http://b:2"], unhealthy_after=1)
+    router = ConsistentRouter(pool, ttl_s=3600, max_sessions=2)
     first, decision = router.route("e1")
     assert decision == "new" and first is not None
     assert router.route("e1") == (first, "sticky")
-    second, _ = router.route("e2")
-    assert second is not None and second.id != first.id  # ties broken by pinned sessions, then id
+    router.route("e2")
     router.route("e3")  # evicts e1 (LRU bound 2)
     assert "e1" not in router.sessions and len(router.sessions) == 2
-    pool.drain(router.sessions["e2"][0])
+    assert sum(r.sessions for r in pool.list_replicas()) == 2
+    pinned = router.sessions["e2"][0]
+    pool.drain(pinned)
     moved, decision = router.route("e2")
-    assert decision == "migrated" and moved is not None and moved.id != second.id
-    pool.drain(second.id, draining=False)
-    pool.record_failure(pool.list_replicas()[0])
-    pool.record_failure(pool.list_replicas()[1])
+    assert decision == "migrated" and moved is not None and moved.id != pinned
+    pool.drain(pinned, draining=False)
+    for replica in pool.list_replicas():
+        pool.record_failure(replica)
     assert router.route("e9") == (None, "new")
-    expiring = StickyRouter(ReplicaPool(["http://a:1"], 3), ttl_s=0.0, max_sessions=10)
+    expiring = ConsistentRouter(ReplicaPool.of(["http://a:1"], 3), ttl_s=0.0, max_sessions=10)
     expiring.route("e")
     wait_until(lambda: expiring.route("e")[1] == "new", 2, "the sticky entry to expire")
     assert replica_id("http://127.0.0.1:8001/") == "127.0.0.1:8001"
@@ -109,7 +113,8 @@ def test_sticky_per_episode_and_spread_of_new_episodes(replicas: list[str]) -> N
                     for _ in range(5)}
             assert len(seen) == 1, seen  # sticky
             pinned[episode] = seen.pop()
-        assert sorted(pinned.values()).count(rid(replicas[0])) == 3  # new episodes spread 3 / 3
+        # Bounded loads: neither replica holds more than ceil(1.25 * 6 / 2) = 4 of the 6 episodes.
+        assert 2 <= sorted(pinned.values()).count(rid(replicas[0])) <= 4
         by_user = {c.post(CHAT, json=chat(user="trainer-7")).headers["X-Replica"] for _ in range(4)}
         assert len(by_user) == 1
         by_session = {c.post(CHAT, json=chat(), headers={"X-Session-Id": "s"}).headers["X-Replica"]
@@ -213,7 +218,12 @@ def test_admin_add_remove_drain_and_models(replicas: list[str]) -> None:
         assert c.post(CHAT, json=chat(), headers={"X-Episode-Id": "e"}).headers["X-Replica"] == rid(first)
         added = c.post("/admin/replicas", json={"url": second})
         assert added.status_code == 201 and added.json()["id"] == rid(second)
-        assert c.post("/admin/replicas", json={"url": "ftp://x"}).status_code == 422
+        # schemathesis found these: a host with control or non-ASCII characters, a port that is not a number
+        for bad in ("ftp://x", "https://\ud818\udeb2\x1a@:\xab\xd7]", "https://\x8f[a\x1a", "http://h:99999",
+                    "http://h:port", "http://", "http://a b:1"):
+            refused = c.post("/admin/replicas", json={"url": bad})
+            assert refused.status_code == 422, (bad, refused.text)
+            assert "replica URL" in refused.text
         assert set(states(gw)) == {rid(first), rid(second)}
         drained = c.post(f"/admin/replicas/{rid(first)}/drain")
         assert drained.json()["draining"] is True
