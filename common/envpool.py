@@ -1,8 +1,11 @@
 """Env pool in Redis: a registry of env pods and leases with a TTL (SPEC section 4, "Env pool").
 
 An env is leased by `SET keys.env_lease(id) <owner> NX PX <ttl>`; the owner renews it while it works.
-A lease whose owner died expires, and the env is free again (its next leaser resets it first, as
-`POST /reset` is idempotent). Providers only fill the registry: `local` (the launcher's envs),
+One reset per rollout, off the rollout's critical path: the owner resets the env after its rollout and
+frees it with `release(lease, clean=True)`, which adds it to `keys.ENV_CLEAN` in the same script; the
+next leaser takes that mark (`take_clean`) and skips the reset. An env without the mark (newly
+registered, or freed by an expired lease because its owner died) is reset by its next leaser first,
+as `POST /reset` is idempotent. Providers only fill the registry: `local` (the launcher's envs),
 `static` (URLs or a DNS name resolving to many addresses, re-resolved), `kubernetes` (pods); see
 `services/runner/envs/`. Each env records its flavor (`common.envflavor`), so the runner calls only
 the endpoints that flavor has. A `dedicated` env (a `kubernetes` per-rollout pod) is leased only
@@ -25,8 +28,11 @@ from common import keys
 from common.envflavor import EnvFlavor
 
 # Release and renew only if we still own the lease (compare-and-delete / compare-and-expire).
+# KEYS: lease, clean set; ARGV: owner, env id, "1" to mark the env clean.
 _RELEASE_LUA = """
-if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end
+if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end
+if ARGV[3] == '1' then redis.call('sadd', KEYS[2], ARGV[2]) end
+return redis.call('del', KEYS[1])
 """
 _RENEW_LUA = """
 if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end
@@ -96,6 +102,7 @@ class EnvPool:
         """Remove an env from the registry (its lease, if any, is left to expire)."""
         self.client.hdel(keys.ENV_REGISTRY, env_id)
         self.client.srem(keys.ENV_UNHEALTHY, env_id)
+        self.client.srem(keys.ENV_CLEAN, env_id)
 
     def envs(self) -> list[EnvInfo]:
         """Every registered env, sorted by id."""
@@ -166,9 +173,16 @@ class EnvPool:
         current = self.client.get(keys.env_lease(lease.env.env_id))
         return (current.decode() if isinstance(current, bytes) else current) == lease.owner
 
-    def release(self, lease: Lease) -> None:
-        """Give the env back (only if we still own the lease)."""
-        self._release(keys=[keys.env_lease(lease.env.env_id)], args=[lease.owner])
+    def release(self, lease: Lease, clean: bool = False) -> None:
+        """Give the env back (only if we still own the lease); `clean=True` when it was reset after
+        its rollout, so its next leaser skips the reset (see `take_clean`)."""
+        self._release(keys=[keys.env_lease(lease.env.env_id), keys.ENV_CLEAN],
+                      args=[lease.owner, lease.env.env_id, "1" if clean else "0"])
+
+    def take_clean(self, lease: Lease) -> bool:
+        """True when the leased env was reset after its last rollout and not used since; takes the
+        mark (SREM), so the env counts as dirty again from here on."""
+        return bool(self.client.srem(keys.ENV_CLEAN, lease.env.env_id))
 
     def status(self) -> PoolStatus:
         """Counts of total / leased / idle / unhealthy envs and each env's state."""

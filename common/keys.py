@@ -21,6 +21,8 @@ RUNS_INDEX = f"{PREFIX}:runs"
 ENV_REGISTRY = f"{PREFIX}:envs"
 #: Set of env ids whose last health check or reset failed.
 ENV_UNHEALTHY = f"{PREFIX}:envs:unhealthy"
+#: Set of env ids reset right after their last release and not leased since: handed out without a reset.
+ENV_CLEAN = f"{PREFIX}:envs:clean"
 #: Held (SET NX PX) by the runner whose reaper runs a round, so rounds of several runners never overlap.
 REAPER_LOCK = f"{PREFIX}:reaper:lock"
 

@@ -8,6 +8,8 @@ two real Xvfb envs, a real redis-server.
 - a finished rollout that RQ runs again (its process died after the record) is not run twice;
 - an episode stopped inside the step loop records the steps it stored;
 - `_release` after a lost lease leaves the env alone (no reset of someone else's episode);
+- one reset per rollout: an env reset after its release is handed out without a second reset, an env
+  freed by an expired lease (its owner died) is reset by its next leaser;
 - an unhealthy env that answers again is re-admitted;
 - a worker survives a Redis restart (AOF): it reconnects, and the rollout it was running ends (its
   attempt is handed back by the reaper and retried when RQ's worker gave it up during the outage).
@@ -41,6 +43,8 @@ from common.runstate import load_rollout
 from common.status import RolloutStatus
 from services.cli.processes import ManagedProcess
 from services.desktop_env.launcher import LocalEnvLauncher
+from services.runner.envs import EnvRequest
+from services.runner.envs.static import StaticProvider
 from services.runner.job import run_rollout
 from services.runner.rollout import RolloutRunner
 from services.runner.settings import RunnerSettings
@@ -237,6 +241,33 @@ def test_release_after_a_lost_lease_leaves_the_env_alone(redis_url: str, env_url
         assert check.execute(["bash", "-c", f"test -f {marker}"]).returncode == 0  # not reset
         check.reset()
     assert client.get(keys.env_lease(lease.env.env_id)) == b"someone-else#1"  # not released either
+
+
+def test_one_reset_per_rollout_and_a_dead_owners_env_is_reset_on_lease(redis_url: str, env_urls: list[str]) -> None:
+    client = redis.Redis.from_url(redis_url)
+    provider = StaticProvider(EnvPool(client), 10_000, env_urls[:1], "desktop_env", resolve_interval_s=60)
+    provider.start()
+    try:
+        marker = "~/Desktop/left-behind"
+        first = provider.acquire(EnvRequest("a#1", "r", "a"), 10)
+        with DesktopEnvClient(first.env.url) as env:
+            assert provider.prepare(first, env) is True  # new to the pool: no clean mark, reset
+            env.execute(["bash", "-c", f"touch {marker}"])
+            provider.release(first, env)  # reset here, off the next rollout's start-up
+            assert env.execute(["bash", "-c", f"test -f {marker}"]).returncode == 1
+            env.execute(["bash", "-c", f"touch {marker}"])  # would vanish if the next lease reset again
+        second = provider.acquire(EnvRequest("b#1", "r", "b"), 10)
+        with DesktopEnvClient(second.env.url) as env:
+            assert provider.prepare(second, env) is False
+            assert env.execute(["bash", "-c", f"test -f {marker}"]).returncode == 0
+        client.pexpire(keys.env_lease(second.env.env_id), 1)  # its owner died: the lease expires, no reset
+        third = provider.pool.lease("c#1", 10_000, 10)
+        with DesktopEnvClient(third.env.url) as env:
+            assert provider.prepare(third, env) is True
+            assert env.execute(["bash", "-c", f"test -f {marker}"]).returncode == 1
+            provider.release(third, env)
+    finally:
+        provider.stop()
 
 
 def test_an_unhealthy_env_that_answers_again_is_readmitted(redis_url: str, env_urls: list[str]) -> None:

@@ -65,12 +65,15 @@ class EnvProvider(ABC):
         """Lease an env for `request`, waiting at most `wait_s` seconds.
         Raises: EnvUnavailable with the cause."""
 
-    def prepare(self, lease: Lease, env: DesktopEnvClient) -> None:
-        """Make a leased env clean before a rollout: `POST /reset` when its flavor has one (a
-        `desktop_env` freed by a dead owner is dirty); a flavor without reset is fresh by
-        construction (replaced after each use). Raises: EnvError."""
-        if spec(lease.env.flavor).has_reset:
+    def prepare(self, lease: Lease, env: DesktopEnvClient) -> bool:
+        """Make a leased env clean before a rollout: `POST /reset` when its flavor has one, unless the
+        env was reset right after its last rollout (`EnvPool.take_clean`; an env freed by a dead owner,
+        or new, has no such mark); a flavor without reset is fresh by construction (replaced after each
+        use). Returns True when it reset the env. Raises: EnvError."""
+        if spec(lease.env.flavor).has_reset and not self.pool.take_clean(lease):
             env.reset()
+            return True
+        return False
 
     @abstractmethod
     def release(self, lease: Lease, env: DesktopEnvClient) -> None:
@@ -104,16 +107,18 @@ class PooledProvider(EnvProvider):
         if not self.pool.owns(lease):
             log.warning("lease on env %s lost: not resetting it", lease.env.env_id)
             return
+        clean = False
         try:
             if spec(lease.env.flavor).reset_strategy == "endpoint":
                 try:
                     env.reset()
+                    clean = True
                 except EnvError as exc:
                     self.discard(lease.env, f"failed to reset: {exc}")
             else:
                 self.discard(lease.env, f"used, and a {lease.env.flavor} env cannot be reset in place")
         finally:
-            self.pool.release(lease)
+            self.pool.release(lease, clean=clean)
 
     def discard(self, env: EnvInfo, why: str) -> None:
         """Take a dirty env out of leasing: marked unhealthy here (until its host reverts or
