@@ -15,6 +15,7 @@ test:
 
 fuzz: setup
 	$(PY) -m pytest -q -m slow --hypothesis-show-statistics tests/test_parser_fuzz.py
+	CUA_FUZZ_RANDOM=1 $(PY) -m pytest -q tests/test_schemathesis.py
 
 lint: setup
 	$(PY) -m ruff check common services tests bench

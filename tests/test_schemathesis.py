@@ -4,11 +4,14 @@ loopback (real redis-server for the producer, real scripted-policy replicas behi
 not one answer may be a 5xx. Bounded: `EXAMPLES` cases per operation and mode (a few seconds each).
 
 Every 5xx is collected with the request that caused it (as a curl command), so one run lists them all.
+Cases are derandomized (the same ones every run) so `make test` is reproducible; `make fuzz` sets
+`CUA_FUZZ_RANDOM=1` to explore new cases on each run.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -31,6 +34,8 @@ from services.task_producer.settings import ProducerSettings
 from tests.servers import serve_app
 
 EXAMPLES = 25
+#: New random cases on every run (`make fuzz`) instead of the same derandomized ones (`make test`).
+RANDOM = os.environ.get("CUA_FUZZ_RANDOM") == "1"
 TOKEN = "schemathesis-token"
 
 
@@ -49,7 +54,7 @@ def server_errors(base_url: str, headers: dict[str, str], last: tuple[str, ...] 
             strategy = st.one_of(operation.as_strategy(GenerationMode.POSITIVE),
                                  operation.as_strategy(GenerationMode.NEGATIVE))
 
-            @settings(max_examples=2 * EXAMPLES, deadline=None, database=None,
+            @settings(max_examples=2 * EXAMPLES, deadline=None, database=None, derandomize=not RANDOM,
                       suppress_health_check=list(HealthCheck))
             @given(case=strategy)
             def run(case: Any) -> None:
@@ -117,7 +122,8 @@ def test_gateway_openapi_has_no_5xx(gateway_url: str) -> None:
     # The model routes take raw bodies (no body schema): random bytes and JSON are posted to them too.
     failures: list[str] = []
     with requests.Session() as session:
-        @settings(max_examples=2 * EXAMPLES, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+        @settings(max_examples=2 * EXAMPLES, deadline=None, database=None, derandomize=not RANDOM,
+                  suppress_health_check=list(HealthCheck))
         @given(path=st.sampled_from(["/v1/chat/completions", "/v1/completions"]), body=_CHAT_BODIES)
         def post_raw(path: str, body: bytes) -> None:
             response = session.post(gateway_url + path, data=body, timeout=30,
