@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 from httpx_sse import connect_sse
@@ -28,7 +29,22 @@ from common.task import OSWorldTask
 
 
 class RolloutClientError(RuntimeError):
-    """The producer answered with an error status; the message carries its status and error text."""
+    """The producer answered with an error status or could not be reached; the one-line message names
+    the method, path, HTTP status and the API's `error`/`detail` (or the URL that did not answer)."""
+
+
+#: Environment variable holding the producer's bearer token (the CLI sends it when set).
+TOKEN_ENV = "CUA_TOKEN"
+
+
+def path_segment(value: str) -> str:
+    """`value` quoted as one URL path segment (a `/` in an id cannot change the route)."""
+    return quote(value, safe="")
+
+
+def trajectory_path(trajectory: str) -> str:
+    """`<run>/<task>_<index>` with each part quoted as a path segment."""
+    return "/".join(path_segment(part) for part in trajectory.split("/", 1))
 
 
 class SubmittedRun(BaseModel):
@@ -46,9 +62,15 @@ class RolloutClient:
     """Client of one producer (`base_url`, e.g. `http://localhost:8000`); `token` is sent as a bearer
     token on every request. Use as a context manager or call `close()`."""
 
-    def __init__(self, base_url: str, token: str | None = None, timeout_s: float = 30.0) -> None:
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._http = httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout_s)
+    def __init__(self, base_url: str, token: str | None = None, timeout_s: float = 30.0,
+                 connect_timeout_s: float | None = None) -> None:
+        """Raises: RolloutClientError when `base_url` is not an http(s) URL."""
+        if not base_url.startswith(("http://", "https://")):
+            raise RolloutClientError(f"producer URL {base_url!r} must start with http:// or https://")
+        self.base_url = base_url.rstrip("/")
+        headers = {"Authorization": f"Bearer {token.strip()}"} if token and token.strip() else {}
+        self._http = httpx.Client(base_url=self.base_url, headers=headers,
+                                  timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s or timeout_s))
 
     def __enter__(self) -> RolloutClient:
         return self
@@ -60,15 +82,35 @@ class RolloutClient:
         """Close the connection pool."""
         self._http.close()
 
-    def _json(self, method: str, path: str, **kwargs: Any) -> Any:
-        response = self._http.request(method, path, **kwargs)
+    def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        """One request to the producer (`path` under its base URL; `kwargs` as for httpx).
+
+        Raises: RolloutClientError naming the URL when the producer cannot be reached, and the method,
+        path, status and the API's `error`/`detail` for a 4xx/5xx answer (401/403 add a hint to set
+        `CUA_TOKEN`)."""
+        try:
+            response = self._http.request(method, path, **kwargs)
+        except httpx.HTTPError as exc:
+            raise RolloutClientError(f"cannot reach the producer at {self.base_url}: {exc!r}") from exc
         if response.status_code >= 400:
             try:
-                detail = response.json().get("error") or response.json().get("detail")
-            except ValueError:
-                detail = response.text
-            raise RolloutClientError(f"{method} {path}: HTTP {response.status_code}: {detail}")
-        return response.json()
+                body = response.json()
+                detail = body.get("error") or body.get("detail")
+            except (ValueError, AttributeError):
+                detail = response.text[:300]
+            hint = f" (set {TOKEN_ENV} to the producer's API token)" if response.status_code in (401, 403) else ""
+            raise RolloutClientError(f"{method} {path}: HTTP {response.status_code}: {detail}{hint}")
+        return response
+
+    def request_json(self, method: str, path: str, **kwargs: Any) -> Any:
+        """`request()`'s answer decoded from JSON. Raises: RolloutClientError (as `request`, or when the
+        answer is not JSON)."""
+        response = self.request(method, path, **kwargs)
+        try:
+            return response.json()
+        except ValueError as exc:
+            raise RolloutClientError(f"{method} {path}: the answer is not JSON ({exc})") from exc
+
 
     def submit(self, tasks: Sequence[OSWorldTask | dict[str, Any]], **run_fields: Any) -> SubmittedRun:
         """Submit a run of `tasks` (OSWorld task models or their JSON dicts); `run_fields` are the other
@@ -77,46 +119,45 @@ class RolloutClient:
         Raises: RolloutClientError with the producer's error text (e.g. 422 naming the bad field).
         """
         body = {"tasks": [t.to_json_dict() if isinstance(t, OSWorldTask) else t for t in tasks], **run_fields}
-        return SubmittedRun.model_validate(self._json("POST", "/v1/runs", json=body))
+        return SubmittedRun.model_validate(self.request_json("POST", "/v1/runs", json=body))
 
     def run(self, run_id: str) -> RunSummary:
         """The run's summary with its rollout records. Raises: RolloutClientError (404 when unknown)."""
-        return RunSummary.model_validate(self._json("GET", f"/v1/runs/{run_id}"))
+        return RunSummary.model_validate(self.request_json("GET", f"/v1/runs/{path_segment(run_id)}"))
 
     def stats(self, run_id: str) -> RunStats:
         """`GET /v1/runs/{run_id}/stats`. Raises: RolloutClientError (404 when unknown)."""
-        return RunStats.model_validate(self._json("GET", f"/v1/runs/{run_id}/stats"))
+        return RunStats.model_validate(self.request_json("GET", f"/v1/runs/{path_segment(run_id)}/stats"))
 
     def diff(self, run_a: str, run_b: str) -> RunDiff:
         """`GET /v1/runs/{run_a}/diff/{run_b}`. Raises: RolloutClientError (404 naming the run)."""
-        return RunDiff.model_validate(self._json("GET", f"/v1/runs/{run_a}/diff/{run_b}"))
+        path = f"/v1/runs/{path_segment(run_a)}/diff/{path_segment(run_b)}"
+        return RunDiff.model_validate(self.request_json("GET", path))
 
     def flaky(self, runs: int = 50) -> FlakyReport:
         """`GET /v1/flaky`: flaky tasks among the newest `runs` runs."""
-        return FlakyReport.model_validate(self._json("GET", "/v1/flaky", params={"runs": runs}))
+        return FlakyReport.model_validate(self.request_json("GET", "/v1/flaky", params={"runs": runs}))
 
     def quarantine(self, task_ids: Sequence[str] = (), remove: bool = False) -> list[str]:
         """Put `task_ids` on the quarantine list (or take them off with `remove`); returns the list.
         Raises: RolloutClientError (401 without the producer's token, 422 for a bad task id)."""
-        listed: list[str] = list(self._json("GET", "/v1/quarantine")["task_ids"])
+        listed: list[str] = list(self.request_json("GET", "/v1/quarantine")["task_ids"])
         for task_id in task_ids:
-            listed = list(self._json("DELETE" if remove else "PUT", f"/v1/quarantine/{task_id}")["task_ids"])
+            path = f"/v1/quarantine/{path_segment(task_id)}"
+            listed = list(self.request_json("DELETE" if remove else "PUT", path)["task_ids"])
         return listed
 
     def trajectories(self, run_id: str) -> list[dict[str, Any]]:
         """The run's stored trajectories: `[{"trajectory": "<run>/<task>_<index>", "manifest": {...}}]`."""
-        return list(self._json("GET", f"/v1/runs/{run_id}/trajectories")["trajectories"])
+        return list(self.request_json("GET", f"/v1/runs/{path_segment(run_id)}/trajectories")["trajectories"])
 
     def trajectory_files(self, trajectory: str) -> list[str]:
         """File names stored for one trajectory (`<run>/<task>_<index>`)."""
-        return list(self._json("GET", f"/v1/trajectories/{trajectory}")["files"])
+        return list(self.request_json("GET", f"/v1/trajectories/{trajectory_path(trajectory)}")["files"])
 
     def trajectory_file(self, trajectory: str, name: str) -> bytes:
         """The bytes of one stored file of a trajectory. Raises: RolloutClientError (404 when missing)."""
-        response = self._http.get(f"/v1/trajectories/{trajectory}/{name}")
-        if response.status_code >= 400:
-            raise RolloutClientError(f"GET /v1/trajectories/{trajectory}/{name}: HTTP {response.status_code}")
-        return response.content
+        return self.request("GET", f"/v1/trajectories/{trajectory_path(trajectory)}/{path_segment(name)}").content
 
     def iter_finished(self, run_id: str, cursor: str | None = None,
                       reconnect_attempts: int = 5) -> Iterator[RolloutRecord]:
@@ -131,7 +172,7 @@ class RolloutClient:
         while True:
             params = {"cursor": cursor} if cursor else {}
             try:
-                with connect_sse(self._http, "GET", f"/v1/runs/{run_id}/events", params=params,
+                with connect_sse(self._http, "GET", f"/v1/runs/{path_segment(run_id)}/events", params=params,
                                  timeout=httpx.Timeout(self._http.timeout.connect, read=60.0)) as source:
                     if source.response.status_code >= 400:
                         source.response.read()

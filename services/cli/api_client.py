@@ -10,66 +10,39 @@ from __future__ import annotations
 
 import os
 from typing import Any
-from urllib.parse import quote
-
-import httpx
 
 from common.task import OSWorldTask
+from cua_rollout.client import TOKEN_ENV, RolloutClient, RolloutClientError, path_segment
 
-#: Environment variable holding the producer's bearer token (sent when set).
-TOKEN_ENV = "CUA_TOKEN"
+__all__ = ["TOKEN_ENV", "ProducerClient", "ProducerError", "auth_token"]
 
-
-class ProducerError(RuntimeError):
-    """The producer rejected a request or could not be reached; the message (one line) says why."""
-
-
-def _segment(value: str) -> str:
-    """`value` quoted as one URL path segment (a `/` in a task id cannot change the route)."""
-    return quote(value, safe="")
+#: The producer failed or could not be reached (the typed client's error: one line naming why).
+ProducerError = RolloutClientError
 
 
-def auth_headers() -> dict[str, str]:
-    """`{"Authorization": "Bearer <token>"}` when `CUA_TOKEN` is set and not blank, else `{}`."""
-    token = os.environ.get(TOKEN_ENV, "").strip()
-    return {"Authorization": f"Bearer {token}"} if token else {}
+def auth_token() -> str | None:
+    """`$CUA_TOKEN` when set and not blank, else None."""
+    return os.environ.get(TOKEN_ENV, "").strip() or None
 
 
 class ProducerClient:
-    """The producer's routes with explicit timeouts (10 s, 3 s to connect); a context manager.
+    """The producer's routes as JSON dicts (what `--json` prints), over the typed client's transport
+    (`cua_rollout.client.RolloutClient`: bearer token from `CUA_TOKEN`, 10 s timeouts, 3 s to connect);
+    a context manager.
 
     Every method raises ProducerError naming the URL when the producer cannot be reached, and the
     method, path, HTTP status and the API's `error`/`detail` when it answers 4xx/5xx.
     """
 
     def __init__(self, base_url: str) -> None:
-        if not base_url.startswith(("http://", "https://")):
-            raise ProducerError(f"producer URL {base_url!r} must start with http:// or https://")
-        self.base_url = base_url.rstrip("/")
-        self.http = httpx.Client(base_url=self.base_url, timeout=httpx.Timeout(10.0, connect=3.0),
-                                 headers=auth_headers())
-
-    def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        try:
-            response = self.http.request(method, path, **kwargs)
-        except httpx.HTTPError as exc:
-            raise ProducerError(f"cannot reach the producer at {self.base_url}: {exc!r}") from exc
-        if response.status_code >= 400:
-            try:
-                body = response.json()
-                detail = body.get("error") or body.get("detail")
-            except (ValueError, AttributeError):
-                detail = response.text[:300]
-            hint = f" (set {TOKEN_ENV} to the producer's API token)" if response.status_code in (401, 403) else ""
-            raise ProducerError(f"{method} {path} -> HTTP {response.status_code}: {detail}{hint}")
-        return response
+        self.client = RolloutClient(base_url, token=auth_token(), timeout_s=10.0, connect_timeout_s=3.0)
+        self.base_url = self.client.base_url
 
     def _call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
-        response = self._request(method, path, **kwargs)
-        try:
-            return dict(response.json())
-        except (ValueError, TypeError) as exc:
-            raise ProducerError(f"{method} {path}: the answer is not a JSON object ({exc})") from exc
+        answer = self.client.request_json(method, path, **kwargs)
+        if not isinstance(answer, dict):
+            raise ProducerError(f"{method} {path}: the answer is not a JSON object")
+        return answer
 
     def submit(self, tasks: list[OSWorldTask], **run_fields: Any) -> dict[str, Any]:
         """`POST /v1/runs` of `tasks`; `run_fields` are the other `RunRequest` fields. Returns the API's JSON."""
@@ -78,7 +51,7 @@ class ProducerClient:
 
     def run(self, run_id: str) -> dict[str, Any]:
         """`GET /v1/runs/{run_id}`: counts, success rate, and per-rollout records."""
-        return self._call("GET", f"/v1/runs/{_segment(run_id)}")
+        return self._call("GET", f"/v1/runs/{path_segment(run_id)}")
 
     def runs(self, limit: int = 50) -> dict[str, Any]:
         """`GET /v1/runs`: `{"runs": [summary without rollouts, ...]}`, newest first."""
@@ -86,7 +59,7 @@ class ProducerClient:
 
     def cancel(self, run_id: str) -> dict[str, Any]:
         """`DELETE /v1/runs/{run_id}`: `{"run_id", "cancelled_queued"}`."""
-        return self._call("DELETE", f"/v1/runs/{_segment(run_id)}")
+        return self._call("DELETE", f"/v1/runs/{path_segment(run_id)}")
 
     def envs(self) -> dict[str, Any]:
         """`GET /v1/envs`: `{"total", "leased", "idle", "unhealthy", "envs": [...]}`."""
@@ -94,7 +67,7 @@ class ProducerClient:
 
     def stats(self, run_id: str) -> dict[str, Any]:
         """`GET /v1/runs/{run_id}/stats`: success with Wilson intervals, pass@k, latency, cost."""
-        return self._call("GET", f"/v1/runs/{_segment(run_id)}/stats")
+        return self._call("GET", f"/v1/runs/{path_segment(run_id)}/stats")
 
     def queues(self) -> dict[str, Any]:
         """`GET /v1/queues`: `{"queues": [{"queue", "priority", "depth", ...}, ...]}`."""
@@ -103,15 +76,15 @@ class ProducerClient:
     def trajectory(self, run_id: str, name: str) -> dict[str, Any]:
         """`GET /v1/trajectories/{run_id}/{name}` (`name` = `{task_id}_{rollout_index}`):
         `{"trajectory", "manifest", "files"}`."""
-        return self._call("GET", f"/v1/trajectories/{_segment(run_id)}/{_segment(name)}")
+        return self._call("GET", f"/v1/trajectories/{path_segment(run_id)}/{path_segment(name)}")
 
     def trajectory_file(self, run_id: str, name: str, file: str) -> bytes:
         """The bytes of one stored file of a trajectory."""
-        return self._request("GET", f"/v1/trajectories/{_segment(run_id)}/{_segment(name)}/{_segment(file)}").content
+        return self.client.trajectory_file(f"{run_id}/{name}", file)
 
     def close(self) -> None:
         """Close the connection pool."""
-        self.http.close()
+        self.client.close()
 
     def __enter__(self) -> ProducerClient:
         return self

@@ -18,7 +18,6 @@ import typer
 from rich.console import Console
 
 from cua_rollout.client import RolloutClientError
-from services.cli.api_client import ProducerError
 
 try:  # typer >= 0.22 vendors click as `typer._click`; older typer uses click itself
     from typer._click import exceptions as click_exceptions
@@ -55,12 +54,12 @@ def fail(message: object, code: int = EXIT_USAGE) -> NoReturn:
 
 @contextmanager
 def usage_errors() -> Iterator[None]:
-    """Turn the errors a user can cause (producer unreachable or refusing, through the CLI's client
-    or `cua_rollout.client`; bad input; a timeout) into a one-line message and exit code 2. Anything
-    else is a bug and keeps its traceback."""
+    """Turn the errors a user can cause (producer unreachable or refusing: `RolloutClientError`, also
+    raised as `ProducerError` by the CLI's dict client; bad input; a timeout) into a one-line message
+    and exit code 2. Anything else is a bug and keeps its traceback."""
     try:
         yield
-    except (ProducerError, RolloutClientError, httpx.HTTPError, ValueError, TimeoutError) as exc:
+    except (RolloutClientError, httpx.HTTPError, ValueError, TimeoutError) as exc:
         fail(exc)
 
 

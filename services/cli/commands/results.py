@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Annotated
 
@@ -12,7 +11,7 @@ import typer
 from common.objectstore import open_store
 from common.settings import ObjectStoreSettings
 from cua_rollout.client import RolloutClient
-from services.cli.api_client import TOKEN_ENV
+from services.cli.api_client import auth_token
 from services.cli.app import DEFAULT_PRODUCER, JsonOption, ProducerOption, app, console, fail, usage_errors
 from services.cli.export import Format, Level, iter_records, write_export
 from services.cli.results_views import diff_table, flaky_table
@@ -20,7 +19,7 @@ from services.runner.osworld.rescore import rescore_run
 
 
 def _client(producer: str) -> RolloutClient:
-    return RolloutClient(producer, token=os.environ.get(TOKEN_ENV))
+    return RolloutClient(producer, token=auth_token())
 
 
 @app.command()
