@@ -231,6 +231,17 @@ def summarize_run(client: redis.Redis, run_id: str, include_rollouts: bool = Fal
     )
 
 
+def run_is_finished(client: redis.Redis, run_id: str) -> bool | None:
+    """Whether every rollout of the run is terminal (and, for an adaptive run, every task settled),
+    from counters only: O(1) in the run's size, unlike `summarize_run`. None when the run is unknown."""
+    meta = load_run_meta(client, run_id)
+    if meta is None:
+        return None
+    total = meta.total_rollouts + int(client.get(keys.run_added(run_id)) or 0)  # type: ignore[arg-type]
+    done = int(client.scard(keys.run_terminal(run_id)))  # type: ignore[arg-type]
+    return done >= total and (meta.adaptive is None or _all_settled(client, meta))
+
+
 def _all_settled(client: redis.Redis, meta: RunMeta) -> bool:
     """An adaptive run ends only once every task is settled (no more rollouts will be added)."""
     return int(client.scard(keys.run_settled(meta.run_id))) >= len(meta.task_ids)  # type: ignore[arg-type]

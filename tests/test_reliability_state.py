@@ -21,7 +21,15 @@ from rq.job import Job
 
 from common import keys
 from common.run import RunRequest, rq_job_id
-from common.runstate import RolloutRecord, RunMeta, load_rollout, record_rollout, save_run_meta
+from common.runstate import (
+    RolloutRecord,
+    RunMeta,
+    load_rollout,
+    record_rollout,
+    run_is_finished,
+    save_run_meta,
+    summarize_run,
+)
 from common.status import RolloutStatus
 from services.task_producer.api import create_app
 from services.task_producer.queueing import enqueue_run
@@ -71,6 +79,21 @@ def test_run_keys_expire_once_the_last_rollout_ends(client: redis.Redis) -> None
     record_rollout(client, _record(RolloutStatus.AGENT_FAIL, 1, rollout=1), ttl_s=500)
     for key in (keys.run_meta("r1"), keys.run_results("r1"), keys.run_terminal("r1")):
         assert 0 < client.ttl(key) <= 500, key
+
+
+def test_run_is_finished_from_counters_agrees_with_the_summary(client: redis.Redis) -> None:
+    assert run_is_finished(client, "r1") is None  # unknown run
+    save_run_meta(client, RunMeta(run_id="r1", created_at=1.0, total_rollouts=2, queue="q", priority="default",
+                                  rollouts_per_task=2, max_steps=1, model="m", task_ids=["t"]), ttl_s=500)
+    steps = [(_record(RolloutStatus.COMPLETED, 1, rollout=0), False),
+             (_record(RolloutStatus.ENV_ERROR, 1, rollout=1), True),  # terminal: both rollouts done
+             (_record(RolloutStatus.QUEUED, 2, rollout=1), False),  # retried after all: not done again
+             (_record(RolloutStatus.AGENT_FAIL, 2, rollout=1), True)]
+    for record, finished in steps:
+        record_rollout(client, record, ttl_s=500)
+        summary = summarize_run(client, "r1")
+        assert summary is not None and summary.finished is finished
+        assert run_is_finished(client, "r1") is finished, record.status
 
 
 def test_idempotency_key_has_a_ttl_and_a_retry_completes_a_crashed_enqueue(

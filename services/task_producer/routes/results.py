@@ -12,7 +12,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.concurrency import run_in_threadpool
 
 from common.rundiff import RunDiff, diff_runs
-from common.runstate import RolloutRecord, load_rollouts, load_run_meta, read_finished, summarize_run
+from common.runstate import RolloutRecord, load_rollouts, load_run_meta, read_finished, run_is_finished, summarize_run
 from common.stats import RunStats, run_stats
 from services.task_producer.deps import RunIdPath, get_redis
 
@@ -83,8 +83,8 @@ async def _events(client: redis.Redis, run_id: str, cursor: str, request: Reques
         if batch:
             block_ms = None
             continue
-        summary = await run_in_threadpool(summarize_run, client, run_id)
-        if summary is None or summary.finished:
+        if await run_in_threadpool(run_is_finished, client, run_id) is not False:  # O(1): no summary per round
+            summary = await run_in_threadpool(summarize_run, client, run_id)
             yield ServerSentEvent(data=summary.model_dump_json() if summary else "{}", event="end")
             return
         block_ms = EVENTS_BLOCK_MS
