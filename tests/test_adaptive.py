@@ -85,6 +85,12 @@ def test_run_extends_mixed_tasks_to_the_cap_and_stops_uniform_ones(producer: htt
     assert played == {"easy": 2, "hard": 2, "coin": 6}
     run = producer.get("/v1/runs/adaptive-1").json()
     assert (run["total"], run["done"], run["finished"]) == (10, 10, True)
+    client = redis.Redis.from_url(redis_url)
+    adaptive_keys = (keys.adaptive_request("adaptive-1"), keys.adaptive_cursor("adaptive-1"),
+                     keys.run_task_rollouts("adaptive-1"), keys.run_settled("adaptive-1"))
+    # Retired once settled: no key of the run is kept forever.
+    wait_until(lambda: all(client.ttl(key) > 0 for key in adaptive_keys), 10, "adaptive keys to get a TTL")
+    assert not client.sismember(keys.ADAPTIVE_RUNS, "adaptive-1")
 
 
 def test_a_registered_curriculum_decides_and_an_unknown_one_is_rejected(producer: httpx.Client, redis_url: str) -> None:

@@ -153,4 +153,13 @@ class AdaptiveController:
             step_task(self.client, self.settings, request, run_id, record.task_id)
             self.client.set(keys.adaptive_cursor(run_id), entry_id)
         if int(self.client.scard(keys.run_settled(run_id))) >= len(request.tasks):  # type: ignore[arg-type]
-            self.client.srem(keys.ADAPTIVE_RUNS, run_id)
+            self._retire(run_id)
+
+    def _retire(self, run_id: str) -> None:
+        """Stop watching a settled run; its adaptive keys expire with the run's other keys (`RUN_TTL_S`)."""
+        pipe = self.client.pipeline(transaction=True)
+        pipe.srem(keys.ADAPTIVE_RUNS, run_id)
+        for key in (keys.adaptive_request(run_id), keys.adaptive_cursor(run_id), keys.run_task_rollouts(run_id),
+                    keys.run_settled(run_id)):
+            pipe.expire(key, self.settings.run_ttl_s)
+        pipe.execute()
