@@ -25,6 +25,13 @@ def version_number(version: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
+def version_order_key(version: str) -> tuple[int, int, str]:
+    """Sort key ordering versions by trailing integer (`step-9` before `step-10`); versions without
+    one sort first, by their text. Use with `min`/`max`/`sorted`."""
+    number = version_number(version)
+    return (0, 0, version) if number is None else (1, number, version)
+
+
 def min_version_for(policy_version: str, max_staleness: int) -> str:
     """The oldest version a run at `policy_version` accepts with `max_staleness` versions of lag.
 

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from common.polling import wait_until
-from common.versions import VersionRequirement, min_version_for, requirement_from_headers
+from common.versions import VersionRequirement, min_version_for, requirement_from_headers, version_order_key
 from services.model_gateway.replicas import BreakerState, ReplicaPool
 from services.model_gateway.routing import ConsistentRouter
 from services.model_gateway.server import create_app as create_gateway
@@ -64,6 +64,12 @@ def reload_done(gw: str, headers: dict[str, str] | None = None) -> dict:
 
 
 # --- units -----------------------------------------------------------------------------------------------------
+
+
+def test_versions_order_by_their_number_not_their_text() -> None:
+    seen = ["step-9", "step-10", "step-100"]
+    assert (min(seen, key=version_order_key), max(seen, key=version_order_key)) == ("step-9", "step-100")
+    assert sorted(["v2", "base", "v10"], key=version_order_key) == ["base", "v2", "v10"]
 
 
 def test_version_requirements() -> None:

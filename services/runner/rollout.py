@@ -24,6 +24,7 @@ from common.events import EpisodeEvent
 from common.run import RolloutJob, trajectory_prefix
 from common.runstate import RolloutRecord, is_cancelled, record_rollout
 from common.status import RolloutStatus
+from common.versions import version_order_key
 from services.runner.agent.ui_tars import UITarsAgent
 from services.runner.envs import EnvRequest, EnvUnavailable, make_provider
 from services.runner.metrics import LEASE_WAIT_SECONDS, observe_attempt
@@ -236,8 +237,8 @@ class RolloutRunner:
             num_steps=outcome.num_steps,
             error=outcome.error,
             timings=outcome.timings,
-            min_policy_version=min(totals.versions) if totals.versions else job.policy_version,
-            max_policy_version=max(totals.versions) if totals.versions else job.policy_version,
+            min_policy_version=min(totals.versions, key=version_order_key) if totals.versions else job.policy_version,
+            max_policy_version=max(totals.versions, key=version_order_key) if totals.versions else job.policy_version,
             spanned_reload=len(set(totals.versions)) > 1,
             final_messages=agent.final_messages() if agent else None,
             evaluation=outcome.evaluation,
