@@ -9,6 +9,7 @@ from typing import Any
 
 import uvicorn
 
+from common.env_client import DesktopEnvClient
 from common.polling import free_port, wait_until
 
 
@@ -25,3 +26,14 @@ def serve_app(app: Any, port: int | None = None) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+@contextmanager
+def env_clients(urls: list[str]) -> Iterator[list[DesktopEnvClient]]:
+    """One `DesktopEnvClient` per env URL, closed on exit."""
+    clients = [DesktopEnvClient(url) for url in urls]
+    try:
+        yield clients
+    finally:
+        for client in clients:
+            client.close()

@@ -18,6 +18,7 @@ from services.desktop_env.homemap import HomeMapper
 from services.desktop_env.launcher import LocalEnvLauncher
 from services.desktop_env.processes import is_alive
 from services.desktop_env.terminal import render
+from tests.servers import env_clients
 
 OPEN_TERMINAL = ["python", "-c", "import pyautogui; pyautogui.click(960, 540); pyautogui.hotkey('ctrl', 'alt', 't')"]
 
@@ -30,10 +31,8 @@ def launcher(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalEnvLaunc
 
 @pytest.fixture(scope="module")
 def clients(launcher: LocalEnvLauncher) -> Iterator[list[DesktopEnvClient]]:
-    envs = [DesktopEnvClient(url) for url in launcher.urls]
-    yield envs
-    for env in envs:
-        env.close()
+    with env_clients(launcher.urls) as envs:
+        yield envs
 
 
 @pytest.fixture()

@@ -21,6 +21,7 @@ from common.polling import wait_until
 from services.desktop_env import sandbox
 from services.desktop_env.launcher import LocalEnvLauncher
 from services.desktop_env.processes import is_alive
+from tests.servers import env_clients
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="sandboxes need root; the fallback is tested elsewhere")
 
@@ -36,10 +37,8 @@ def launcher(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalEnvLaunc
 
 @pytest.fixture(scope="module")
 def clients(launcher: LocalEnvLauncher) -> Iterator[list[DesktopEnvClient]]:
-    envs = [DesktopEnvClient(url) for url in launcher.urls]
-    yield envs
-    for env in envs:
-        env.close()
+    with env_clients(launcher.urls) as envs:
+        yield envs
 
 
 def sh(env: DesktopEnvClient, command: str, timeout_s: float = 60) -> str:
