@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import stat
 import tempfile
 from pathlib import Path
 from typing import Protocol
@@ -84,9 +85,22 @@ class LocalDirStore:
         """The file of `key`, checked to stay under the root even through symlinks.
         Raises: ValueError for a bad key or one that leads outside the root."""
         path = self.root / check_key(key)
-        if not path.resolve().is_relative_to(self.root):
+        if self._has_symlink(key) and not path.resolve().is_relative_to(self.root):
             raise ValueError(f"invalid object key {key!r}: leads outside the store (symlink)")
         return path
+
+    def _has_symlink(self, key: str) -> bool:
+        """True when a component of `key` under the root is a symlink (one lstat per existing component:
+        cheaper than resolving the whole path on every put)."""
+        current = str(self.root)
+        for part in key.split("/"):
+            current = os.path.join(current, part)
+            try:
+                if stat.S_ISLNK(os.lstat(current).st_mode):
+                    return True
+            except (FileNotFoundError, NotADirectoryError):
+                return False
+        return False
 
     def put(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
         path = self._path(key)

@@ -2,9 +2,10 @@
 
 Each round first takes over entries another consumer left pending for longer than `claim_idle_ms`
 (XAUTOCLAIM: a dead sink's work), then reads new ones (XREADGROUP `>`), up to `batch` entries either
-way. The batch's trajectories are written in parallel, and so are the puts of a trajectory's
-consecutive steps (at most `workers` puts at once); each trajectory's entries in stream order, its
-manifest only after every entry before it (services/storage_sink/batch.py). An entry is acknowledged
+way; the next batch is read while one is written. The batch's trajectories are written in parallel,
+and so are the puts of a trajectory's consecutive steps (at most `workers` puts at once); each
+trajectory's entries in stream order, its manifest only after every entry before it
+(services/storage_sink/batch.py). An entry is acknowledged
 and deleted from the stream only after its objects are written (one XACK + XDEL per batch), so XLEN
 is the unpersisted backlog that runners watch for backpressure. Undecodable entries, and entries
 whose write failed more than `max_deliveries` times while the store was otherwise healthy, go to the
@@ -49,6 +50,15 @@ CLAIMED = Counter("cua_sink_claimed_total", "Entries taken over from idle consum
 WRITE_SECONDS = Histogram("cua_sink_write_seconds", "Time to persist one event")
 
 
+Entries = list[tuple[bytes, dict[bytes, bytes]]]
+
+
+def _in_order(*batches: Entries) -> Entries:
+    """The entries of `batches` once each (by id), in stream order."""
+    unique = {entry_id: fields for batch in batches for entry_id, fields in batch}
+    return sorted(unique.items(), key=lambda item: tuple(int(part) for part in item[0].split(b"-")))
+
+
 class SinkConsumer:
     """One consumer of group `keys.SINK_GROUP` on `keys.EVENTS_STREAM`."""
 
@@ -62,9 +72,12 @@ class SinkConsumer:
         #: whose tasks wait for their puts (two pools: a task never waits for its own pool).
         self._puts = ThreadPoolExecutor(settings.workers, thread_name_prefix="sink-put")
         self._trajectories = ThreadPoolExecutor(settings.workers, thread_name_prefix="sink-trajectory")
+        self._reader = ThreadPoolExecutor(1, thread_name_prefix="sink-read-ahead")
+        self._ahead: Entries = []
 
     def close(self) -> None:
         """Stop the worker threads (after the puts under way)."""
+        self._reader.shutdown()
         self._trajectories.shutdown()
         self._puts.shutdown()
 
@@ -76,7 +89,7 @@ class SinkConsumer:
             if "BUSYGROUP" not in str(exc):
                 raise
 
-    def _claim(self) -> list[tuple[bytes, dict[bytes, bytes]]]:
+    def _claim(self) -> Entries:
         result: Any = self.client.xautoclaim(keys.EVENTS_STREAM, keys.SINK_GROUP, self.settings.consumer,
                                              min_idle_time=self.settings.claim_idle_ms, start_id="0-0",
                                              count=self.settings.batch)
@@ -87,7 +100,7 @@ class SinkConsumer:
         CLAIMED.inc(len(entries))
         return entries
 
-    def _read(self, block_ms: int | None, entry_id: str = ">") -> list[tuple[bytes, dict[bytes, bytes]]]:
+    def _read(self, block_ms: int | None, entry_id: str = ">") -> Entries:
         """New entries (`>`), or this consumer's own pending ones (`0`)."""
         result: Any = self.client.xreadgroup(keys.SINK_GROUP, self.settings.consumer, {keys.EVENTS_STREAM: entry_id},
                                              count=self.settings.batch, block=block_ms)
@@ -161,7 +174,7 @@ class SinkConsumer:
                 DROPPED.inc()
         return outcomes
 
-    def _decode(self, entries: list[tuple[bytes, dict[bytes, bytes]]]) -> tuple[dict[str, list[Entry]], int]:
+    def _decode(self, entries: Entries) -> tuple[dict[str, list[Entry]], int]:
         """Entries grouped by trajectory prefix (stream order kept in each group); undecodable ones are
         dead-lettered here. Returns (groups, number dead-lettered)."""
         groups: dict[str, list[Entry]] = {}
@@ -177,7 +190,7 @@ class SinkConsumer:
             groups.setdefault(prefix, []).append(Entry(entry_id, fields, event, png))
         return groups, dead
 
-    def persist(self, entries: list[tuple[bytes, dict[bytes, bytes]]]) -> tuple[int, int]:
+    def persist(self, entries: Entries) -> tuple[int, int]:
         """Write a batch: trajectories in parallel (their step puts too), each in stream order, then one
         XACK + XDEL of every entry written or dropped. Returns (entries done, entries left pending).
         Raises: redis.RedisError (nothing of this batch acknowledged; a redelivery is idempotent)."""
@@ -199,27 +212,38 @@ class SinkConsumer:
         return self.persist([(entry_id, fields)])[1] == 0
 
     def process_once(self, block_ms: int | None = None) -> int:
-        """One round: after a failed write its own pending entries; else claimed entries, then new ones
-        (blocking up to `block_ms`), up to `batch` of them, written by `persist`. A trajectory stops at
-        its first entry it could not write (its later entries stay pending, in order); the other
-        trajectories of the batch are written. Returns entries persisted (or dead-lettered)."""
+        """One round: after a failed write its own pending entries; else claimed entries and the new
+        ones read ahead during the previous round (in stream order), or when there are neither, new
+        ones (blocking up to `block_ms`). They are written by `persist` while the next new entries are
+        read (not blocking). A trajectory stops at its first entry it could not write (its later
+        entries stay pending, in order); the other trajectories of the batch are written. After a
+        round that left entries pending, the entries read ahead are let go: they are pending on this
+        consumer and come back, in order, with the retry's own pending entries. Returns entries
+        persisted (or dead-lettered)."""
         retrying = self.outage or self._backoff_s > 0
         self.outage = False
+        ahead, self._ahead = self._ahead, []
         entries = self._read(None, "0") if retrying else []
         if not entries:
-            entries = self._claim() or self._read(block_ms)
+            entries = _in_order(self._claim(), ahead) or self._read(block_ms)
         if not entries:
             self._backoff_s = 0.0
             return 0
-        persisted, pending = self.persist(entries)
+        reading = None if retrying else self._reader.submit(self._read, None)
+        try:
+            persisted, pending = self.persist(entries)
+        finally:
+            following = reading.result() if reading is not None else []
         if pending:
             self._backoff_s = min(max(self._backoff_s * 2, 1.0), self.settings.outage_backoff_max_s)
         else:
             self._backoff_s = 0.0
+            self._ahead = following
         return persisted
 
     def run_forever(self, stop: threading.Event) -> None:
-        """Consume until `stop` is set; Redis errors are logged and the round retried."""
+        """Consume until `stop` is set (then write the batch read ahead, if any); Redis errors are logged
+        and the round retried."""
         while not stop.is_set():
             try:
                 self.ensure_group()
@@ -240,6 +264,16 @@ class SinkConsumer:
             except redis.RedisError as exc:
                 log.warning("redis unavailable: %s; retrying", exc)
                 stop.wait(1.0)
+        self._finish_read_ahead()
+
+    def _finish_read_ahead(self) -> None:
+        """On stop: write the batch read ahead rather than leave it pending for `claim_idle_ms`."""
+        ahead, self._ahead = self._ahead, []
+        if ahead:
+            try:
+                self.persist(ahead)
+            except redis.RedisError as exc:
+                log.warning("read-ahead batch left pending (another sink claims it): %s", exc)
 
     def _ensure_group_quietly(self) -> None:
         try:
