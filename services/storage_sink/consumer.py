@@ -74,6 +74,7 @@ class SinkConsumer:
         self._trajectories = ThreadPoolExecutor(settings.workers, thread_name_prefix="sink-trajectory")
         self._reader = ThreadPoolExecutor(1, thread_name_prefix="sink-read-ahead")
         self._ahead: Entries = []
+        self._own_pending = False  # entries pending on this consumer to re-read (XREADGROUP `0`) first
 
     def close(self) -> None:
         """Stop the worker threads (after the puts under way)."""
@@ -212,18 +213,19 @@ class SinkConsumer:
         return self.persist([(entry_id, fields)])[1] == 0
 
     def process_once(self, block_ms: int | None = None) -> int:
-        """One round: after a failed write its own pending entries; else claimed entries and the new
-        ones read ahead during the previous round (in stream order), or when there are neither, new
-        ones (blocking up to `block_ms`). They are written by `persist` while the next new entries are
+        """One round: after a failed write its own pending entries (round after round until none is
+        left); else claimed entries and the new ones read ahead during the previous round (in stream
+        order), or when there are neither, new ones (blocking up to `block_ms`). They are written by `persist` while the next new entries are
         read (not blocking). A trajectory stops at its first entry it could not write (its later
         entries stay pending, in order); the other trajectories of the batch are written. After a
         round that left entries pending, the entries read ahead are let go: they are pending on this
         consumer and come back, in order, with the retry's own pending entries. Returns entries
         persisted (or dead-lettered)."""
-        retrying = self.outage or self._backoff_s > 0
+        retrying = self.outage or self._backoff_s > 0 or self._own_pending
         self.outage = False
         ahead, self._ahead = self._ahead, []
         entries = self._read(None, "0") if retrying else []
+        self._own_pending = bool(entries)  # up to `batch` were read: read again until none is left
         if not entries:
             entries = _in_order(self._claim(), ahead) or self._read(block_ms)
         if not entries:
@@ -236,6 +238,7 @@ class SinkConsumer:
             following = reading.result() if reading is not None else []
         if pending:
             self._backoff_s = min(max(self._backoff_s * 2, 1.0), self.settings.outage_backoff_max_s)
+            self._own_pending = True
         else:
             self._backoff_s = 0.0
             self._ahead = following
