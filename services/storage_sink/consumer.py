@@ -215,12 +215,12 @@ class SinkConsumer:
     def process_once(self, block_ms: int | None = None) -> int:
         """One round: after a failed write its own pending entries (round after round until none is
         left); else claimed entries and the new ones read ahead during the previous round (in stream
-        order), or when there are neither, new ones (blocking up to `block_ms`). They are written by `persist` while the next new entries are
-        read (not blocking). A trajectory stops at its first entry it could not write (its later
-        entries stay pending, in order); the other trajectories of the batch are written. After a
-        round that left entries pending, the entries read ahead are let go: they are pending on this
-        consumer and come back, in order, with the retry's own pending entries. Returns entries
-        persisted (or dead-lettered)."""
+        order), or when there are neither, new ones (blocking up to `block_ms`). They are written by
+        `persist` while the next new entries are read (not blocking). A trajectory stops at its first
+        entry it could not write (its later entries stay pending, in order); the other trajectories of
+        the batch are written. After a round that left entries pending, the entries read ahead are let
+        go: they are pending on this consumer and come back, in order, with the retry's own pending
+        entries. Returns entries persisted (or dead-lettered)."""
         retrying = self.outage or self._backoff_s > 0 or self._own_pending
         self.outage = False
         ahead, self._ahead = self._ahead, []
