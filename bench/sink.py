@@ -11,9 +11,11 @@ as the measured trajectories and in other runs), in one process:
   concurrent runners), then drained by a `SinkConsumer` into the local store (`file://`): the drain
   time of each published chunk is measured (publishing is not), step events/s and the ratio to raw.
 
-Prints step events/s raw and sink, sink/raw, and sink at each fill level / sink on the empty store
-(flatness). With `--s3` the same against moto's S3 server (the MinIO stand-in, its own process):
-raw = plain serial `put_object`s through the minio SDK.
+Prints step events/s raw and sink, sink/raw, sink at each fill level / sink on the empty store and
+the same for sink/raw (flatness; the ratio is steadier when other jobs load the disk), CPU ms per step
+event of this process (all threads), and what one whole-store listing costs at that fill. With
+`--s3` the same against moto's S3 server (the MinIO stand-in, its own process): raw = plain serial
+`put_object`s through the minio SDK. The raw loop and the sink alternate chunk by chunk (`--chunk`).
 
 Targets (issue 13): sink >= 0.8x raw, >= 1,000 step events/s with 200 KB screenshots to the local
 store, flat from an empty store to 100,000 objects.
@@ -286,14 +288,21 @@ def main(argv: list[str] | None = None) -> None:
               f"{args.episode_steps} steps, {args.concurrent} interleaved; sink batch {args.batch}, "
               f"{args.workers} workers; load average {os.getloadavg()[0]:.2f}", flush=True)
         print(f"{'fill':>8} | {'raw step ev/s':>13} | {'sink step ev/s':>14} | {'sink/raw':>8} | "
-              f"{'sink vs empty':>13} | {'CPU ms/step raw':>15} | {'CPU ms/step sink':>16}", flush=True)
-        base = None
+              f"{'sink vs empty':>13} | {'sink/raw vs empty':>17} | {'CPU ms/step raw':>15} | "
+              f"{'CPU ms/step sink':>16} | {'whole listing':>13}", flush=True)
+        base: Figures | None = None
         for level in levels:
             f = measure(level)
-            base = base or f.sink
-            print(f"{level:>8} | {f.raw:>13.0f} | {f.sink:>14.0f} | {f.sink / f.raw:>8.2f} | {f.sink / base:>13.2f} | "
-                  f"{f.raw_cpu_ms:>15.2f} | {f.sink_cpu_ms:>16.2f}", flush=True)
-        print("targets: sink/raw >= 0.80, sink >= 1000 step events/s, sink vs empty ~1.00 at every fill")
+            base = base or f
+            started = time.perf_counter()
+            listed = len(LocalDirStore(root).list(""))  # what one whole-store listing per episode would cost
+            listing_ms = 1000 * (time.perf_counter() - started)
+            print(f"{level:>8} | {f.raw:>13.0f} | {f.sink:>14.0f} | {f.sink / f.raw:>8.2f} | "
+                  f"{f.sink / base.sink:>13.2f} | {f.sink / f.raw / (base.sink / base.raw):>17.2f} | "
+                  f"{f.raw_cpu_ms:>15.2f} | {f.sink_cpu_ms:>16.2f} | {listing_ms:>7.0f} ms/{listed}", flush=True)
+        print("targets: sink/raw >= 0.80, sink >= 1000 step events/s, flat (~1.00 vs empty) at every fill; "
+              "'whole listing': one store.list('') of the filled store, what a listing per episode start "
+              "or end would add")
         if args.s3:
             proc, endpoint = moto_server()
             stack.callback(stop_child, proc, 5.0)
