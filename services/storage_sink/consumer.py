@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
 import redis
@@ -200,7 +200,9 @@ class SinkConsumer:
             ((prefix, group),) = groups.items()
             results = [self._write_trajectory(prefix, group)]
         else:
-            results = list(self._trajectories.map(lambda item: self._write_trajectory(*item), groups.items()))
+            futures = [self._trajectories.submit(self._write_trajectory, *item) for item in groups.items()]
+            wait(futures)  # all of them, even when one raised: no write outlives its round
+            results = [future.result() for future in futures]
         outcomes = {entry_id: outcome for result in results for entry_id, outcome in result.items()}
         finished = [entry_id for entry_id, outcome in outcomes.items() if outcome in (Outcome.WRITTEN, Outcome.DROPPED)]
         if finished:
