@@ -194,3 +194,17 @@ def test_episode_start_and_end_read_nothing_outside_the_trajectory(redis_url: st
     drain(sink)
     assert store.prefixes == ["run-1/a_0/step_"] and read == ["run-1/a_0"]
     assert_complete(store, "a", 2, attempt=2)
+
+
+def test_a_stopping_sink_writes_the_batch_it_read_ahead(redis_url: str, client: redis.Redis,
+                                                         tmp_path: Path) -> None:
+    store = LocalDirStore(tmp_path)
+    publish(client, episode("a", 2))  # 4 entries
+    sink = consumer(redis_url, store, batch=2)
+    assert sink.process_once() == 2  # start and step 0 written; step 1 and the end read ahead
+    assert client.xpending(keys.EVENTS_STREAM, keys.SINK_GROUP)["pending"] == 2
+    stop = threading.Event()
+    stop.set()
+    sink.run_forever(stop)  # stops at once, after writing what it had read
+    assert_complete(store, "a", 2)
+    assert client.xlen(keys.EVENTS_STREAM) == 0

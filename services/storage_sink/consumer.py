@@ -5,9 +5,9 @@ Each round first takes over entries another consumer left pending for longer tha
 way; the next batch is read while one is written. The batch's trajectories are written in parallel,
 and so are the puts of a trajectory's consecutive steps (at most `workers` puts at once); each
 trajectory's entries in stream order, its manifest only after every entry before it
-(services/storage_sink/batch.py). An entry is acknowledged
-and deleted from the stream only after its objects are written (one XACK + XDEL per batch), so XLEN
-is the unpersisted backlog that runners watch for backpressure. Undecodable entries, and entries
+(services/storage_sink/batch.py). An entry is acknowledged and deleted from the stream only after
+its objects are written (one XACK + XDEL per batch), so XLEN is the unpersisted backlog that runners
+watch for backpressure. Undecodable entries, and entries
 whose write failed more than `max_deliveries` times while the store was otherwise healthy, go to the
 dead-letter stream, which is capped at `dead_letter_max` entries (approximate MAXLEN); a dead
 letter's PNG is stored aside in the object store (`_dead_letters/{entry_id}.png`) and the entry keeps
