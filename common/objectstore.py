@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import stat
 import tempfile
 from pathlib import Path
 from typing import Protocol
@@ -84,9 +85,22 @@ class LocalDirStore:
         """The file of `key`, checked to stay under the root even through symlinks.
         Raises: ValueError for a bad key or one that leads outside the root."""
         path = self.root / check_key(key)
-        if not path.resolve().is_relative_to(self.root):
+        if self._has_symlink(key) and not path.resolve().is_relative_to(self.root):
             raise ValueError(f"invalid object key {key!r}: leads outside the store (symlink)")
         return path
+
+    def _has_symlink(self, key: str) -> bool:
+        """True when a component of `key` under the root is a symlink (one lstat per existing component:
+        cheaper than resolving the whole path on every put)."""
+        current = str(self.root)
+        for part in key.split("/"):
+            current = os.path.join(current, part)
+            try:
+                if stat.S_ISLNK(os.lstat(current).st_mode):
+                    return True
+            except (FileNotFoundError, NotADirectoryError):
+                return False
+        return False
 
     def put(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
         path = self._path(key)
@@ -109,19 +123,28 @@ class LocalDirStore:
         return path.read_bytes()
 
     def list(self, prefix: str) -> list[str]:
-        """Keys under `prefix`, walking only the directory the prefix names (not the whole store)."""
+        """Keys under `prefix`, reading only what the prefix names: the entries of the directory of its
+        last `/` whose names start with the rest, and the trees under the matching directories (never
+        the whole store: `run1/t_0/step_` reads `run1/t_0` and no subdirectory of it)."""
         check_key(prefix, prefix=True)
-        directory = prefix.rsplit("/", 1)[0] if "/" in prefix else ""
-        base = self.root / directory
-        if not base.is_dir():
+        directory, _, start = prefix.rpartition("/")
+        base = os.path.join(self.root, directory) if directory else str(self.root)
+        keys: list[str] = []
+        try:
+            entries = list(os.scandir(base))
+        except (FileNotFoundError, NotADirectoryError):
             return []
-        keys = []
-        for path in base.rglob("*"):
-            if path.is_file() and not path.name.startswith(".tmp-"):
-                key = path.relative_to(self.root).as_posix()
-                if key.startswith(prefix):
-                    keys.append(key)
-        return sorted(keys)
+        for entry in entries:
+            if not entry.name.startswith(start) or entry.name.startswith(".tmp-"):
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                for dirpath, _, files in os.walk(entry.path):
+                    keys.extend(os.path.join(dirpath, name) for name in files if not name.startswith(".tmp-")
+                                and os.path.isfile(os.path.join(dirpath, name)))
+            elif entry.is_file():
+                keys.append(entry.path)
+        root = len(str(self.root)) + 1
+        return sorted(key[root:].replace(os.sep, "/") for key in keys)
 
     def delete(self, key: str) -> None:
         self._path(key).unlink(missing_ok=True)

@@ -6,11 +6,13 @@ dead-letters nothing, an S3 endpoint that never answers, and local listings that
 from __future__ import annotations
 
 import json
+import os
 import socket
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -130,17 +132,23 @@ def test_s3_calls_time_out_when_the_endpoint_never_answers() -> None:
         listener.close()
 
 
-def test_local_listing_walks_only_the_prefix_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_local_listing_reads_only_what_the_prefix_names(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store = LocalDirStore(tmp_path)
     for run in range(3):
         store.put(f"run-{run}/task_0/step_0000.json", b"{}")
-    walked: list[Path] = []
-    original = Path.rglob
+        store.put(f"run-{run}/task_0/evidence/a.txt", b"x")
+        store.put(f"run-{run}/task_01/step_0000.json", b"{}")
+    read: list[str] = []  # every directory read (os.walk reads through os.scandir too)
+    scandir = os.scandir
 
-    def spy(self: Path, pattern: str, **kwargs: object) -> Iterator[Path]:
-        walked.append(self)
-        return original(self, pattern, **kwargs)  # type: ignore[arg-type]
+    def scandir_spy(path: str) -> Any:
+        read.append(os.path.relpath(path, tmp_path))
+        return scandir(path)
 
-    monkeypatch.setattr(Path, "rglob", spy)
+    monkeypatch.setattr(os, "scandir", scandir_spy)
     assert store.list("run-1/task_0/step_") == ["run-1/task_0/step_0000.json"]
-    assert walked == [tmp_path.resolve() / "run-1" / "task_0"]
+    assert read == ["run-1/task_0"]  # not the evidence/ tree, not the other runs
+    read.clear()
+    assert store.list("run-1/task_0") == ["run-1/task_0/evidence/a.txt", "run-1/task_0/step_0000.json",
+                                          "run-1/task_01/step_0000.json"]
+    assert sorted(read) == ["run-1", "run-1/task_0", "run-1/task_0/evidence", "run-1/task_01"]

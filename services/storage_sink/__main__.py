@@ -21,7 +21,10 @@ def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     consumer = SinkConsumer(redis_client(settings.redis_url), TrajectoryWriter(open_store(settings)), settings)
-    consumer.run_forever(stop)
+    try:
+        consumer.run_forever(stop)
+    finally:
+        consumer.close()
 
 
 if __name__ == "__main__":

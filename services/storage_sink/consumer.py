@@ -1,19 +1,24 @@
 """Redis Stream consumer of the sink: at-least-once, ack after the durable write (SPEC section 7).
 
 Each round first takes over entries another consumer left pending for longer than `claim_idle_ms`
-(XAUTOCLAIM: a dead sink's work), then reads new ones (XREADGROUP `>`). An entry is acknowledged and
-deleted from the stream only after its objects are written, so XLEN is the unpersisted backlog that
-runners watch for backpressure. Undecodable entries, and entries whose write failed more than
-`max_deliveries` times while the store was otherwise healthy, go to the dead-letter stream, which is
-capped at `dead_letter_max` entries (approximate MAXLEN); a dead letter's PNG is stored aside in the
-object store (`_dead_letters/{entry_id}.png`) and the entry keeps only its key.
+(XAUTOCLAIM: a dead sink's work), then reads new ones (XREADGROUP `>`), up to `batch` entries either
+way; the next batch is read while one is written. The batch's trajectories are written in parallel,
+and so are the puts of a trajectory's consecutive steps (at most `workers` puts at once); each
+trajectory's entries in stream order, its manifest only after every entry before it
+(services/storage_sink/batch.py). An entry is acknowledged and deleted from the stream only after
+its objects are written (one XACK + XDEL per batch), so XLEN is the unpersisted backlog that runners
+watch for backpressure. Undecodable entries, and entries
+whose write failed more than `max_deliveries` times while the store was otherwise healthy, go to the
+dead-letter stream, which is capped at `dead_letter_max` entries (approximate MAXLEN); a dead
+letter's PNG is stored aside in the object store (`_dead_letters/{entry_id}.png`) and the entry keeps
+only its key.
 
 While the store is down (a write fails and `ObjectStore.healthy()` is false) nothing is dead-lettered:
 the consumer backs off (1 s doubling to `outage_backoff_max_s`) and retries its own pending entries
 first (XREADGROUP `0`), so an outage of any length loses nothing. Writes of one trajectory are
-serialised across sinks by a Redis lock (`keys.sink_lock`). A Redis error (NOGROUP after a Redis
-restart without its data, a connection loss) never ends the loop: the group is re-created, the
-round retried.
+serialised across sinks by a Redis lock (`keys.sink_lock`), held while a batch writes it. A Redis
+error (NOGROUP after a Redis restart without its data, a connection loss) never ends the loop: the
+group is re-created, the round retried.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
 import redis
@@ -28,6 +34,7 @@ from prometheus_client import Counter, Histogram
 
 from common import keys
 from common.events import decode_event
+from services.storage_sink.batch import Entry, Outcome, TrajectoryBatch
 from services.storage_sink.settings import SinkSettings
 from services.storage_sink.writer import TrajectoryWriter
 
@@ -43,6 +50,15 @@ CLAIMED = Counter("cua_sink_claimed_total", "Entries taken over from idle consum
 WRITE_SECONDS = Histogram("cua_sink_write_seconds", "Time to persist one event")
 
 
+Entries = list[tuple[bytes, dict[bytes, bytes]]]
+
+
+def _in_order(*batches: Entries) -> Entries:
+    """The entries of `batches` once each (by id), in stream order."""
+    unique = {entry_id: fields for batch in batches for entry_id, fields in batch}
+    return sorted(unique.items(), key=lambda item: tuple(int(part) for part in item[0].split(b"-")))
+
+
 class SinkConsumer:
     """One consumer of group `keys.SINK_GROUP` on `keys.EVENTS_STREAM`."""
 
@@ -52,6 +68,19 @@ class SinkConsumer:
         self.settings = settings
         self.outage = False
         self._backoff_s = 0.0
+        #: Object puts run here (at most `workers` at once); trajectories of a batch on the other pool,
+        #: whose tasks wait for their puts (two pools: a task never waits for its own pool).
+        self._puts = ThreadPoolExecutor(settings.workers, thread_name_prefix="sink-put")
+        self._trajectories = ThreadPoolExecutor(settings.workers, thread_name_prefix="sink-trajectory")
+        self._reader = ThreadPoolExecutor(1, thread_name_prefix="sink-read-ahead")
+        self._ahead: Entries = []
+        self._own_pending = False  # entries pending on this consumer to re-read (XREADGROUP `0`) first
+
+    def close(self) -> None:
+        """Stop the worker threads (after the puts under way)."""
+        self._reader.shutdown()
+        self._trajectories.shutdown()
+        self._puts.shutdown()
 
     def ensure_group(self) -> None:
         """Create the consumer group (and the stream) if missing."""
@@ -61,7 +90,7 @@ class SinkConsumer:
             if "BUSYGROUP" not in str(exc):
                 raise
 
-    def _claim(self) -> list[tuple[bytes, dict[bytes, bytes]]]:
+    def _claim(self) -> Entries:
         result: Any = self.client.xautoclaim(keys.EVENTS_STREAM, keys.SINK_GROUP, self.settings.consumer,
                                              min_idle_time=self.settings.claim_idle_ms, start_id="0-0",
                                              count=self.settings.batch)
@@ -72,16 +101,17 @@ class SinkConsumer:
         CLAIMED.inc(len(entries))
         return entries
 
-    def _read(self, block_ms: int | None, entry_id: str = ">") -> list[tuple[bytes, dict[bytes, bytes]]]:
+    def _read(self, block_ms: int | None, entry_id: str = ">") -> Entries:
         """New entries (`>`), or this consumer's own pending ones (`0`)."""
         result: Any = self.client.xreadgroup(keys.SINK_GROUP, self.settings.consumer, {keys.EVENTS_STREAM: entry_id},
                                              count=self.settings.batch, block=block_ms)
         return [(eid, fields) for _, messages in (result or []) for eid, fields in messages if fields]
 
-    def _done(self, entry_id: bytes) -> None:
-        pipe = self.client.pipeline()
-        pipe.xack(keys.EVENTS_STREAM, keys.SINK_GROUP, entry_id)
-        pipe.xdel(keys.EVENTS_STREAM, entry_id)
+    def _done(self, *entry_ids: bytes) -> None:
+        """Acknowledge and delete entries (one round trip)."""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.xack(keys.EVENTS_STREAM, keys.SINK_GROUP, *entry_ids)
+        pipe.xdel(keys.EVENTS_STREAM, *entry_ids)
         pipe.execute()
 
     def _dead_letter(self, entry_id: bytes, fields: dict[bytes, bytes], error: str) -> None:
@@ -105,64 +135,120 @@ class SinkConsumer:
                                                count=1)
         return int(info[0]["times_delivered"]) if info else 0
 
+    def _failed(self, entry: Entry, exc: Exception) -> bool:
+        """An entry's write raised: True when it was dead-lettered (disposed of), False when it stays
+        pending (the store is down: an outage; or it has deliveries left). Raises: redis.RedisError."""
+        if isinstance(exc, redis.RedisError):
+            raise exc
+        if not self.writer.store.healthy():
+            self.outage = True
+            log.warning("object store down, write of %s left pending: %r", entry.entry_id, exc)
+            return False
+        if self._deliveries(entry.entry_id) >= self.settings.max_deliveries:
+            self._dead_letter(entry.entry_id, entry.fields,
+                              f"write failed {self.settings.max_deliveries} times: {exc!r}")
+            return True
+        log.warning("write of %s failed (will retry): %r", entry.entry_id, exc)
+        return False
+
+    def _write_trajectory(self, prefix: str, entries: list[Entry]) -> dict[bytes, Outcome]:
+        """Write one trajectory's entries under its Redis lock (all pending when another sink holds it)."""
+        started = time.perf_counter()
+        lock = self.client.lock(keys.sink_lock(prefix), timeout=self.settings.lock_timeout_s,
+                                blocking_timeout=self.settings.lock_timeout_s)
+        if not lock.acquire():
+            log.warning("trajectory %s locked by another sink: %d entries left pending", prefix, len(entries))
+            return {entry.entry_id: Outcome.PENDING for entry in entries}
+        try:
+            outcomes = TrajectoryBatch(self.writer, self._puts, prefix, self._failed).write(entries)
+        finally:
+            try:
+                lock.release()
+            except redis.exceptions.LockError:
+                log.warning("lock on trajectory %s expired during its write", prefix)
+        elapsed = (time.perf_counter() - started) / len(entries)
+        for entry in entries:
+            if outcomes[entry.entry_id] is Outcome.WRITTEN:
+                WRITE_SECONDS.observe(elapsed)
+                WRITTEN.labels(entry.fields.get(b"type", b"?").decode()).inc()
+            elif outcomes[entry.entry_id] is Outcome.DROPPED:
+                DROPPED.inc()
+        return outcomes
+
+    def _decode(self, entries: Entries) -> tuple[dict[str, list[Entry]], int]:
+        """Entries grouped by trajectory prefix (stream order kept in each group); undecodable ones are
+        dead-lettered here. Returns (groups, number dead-lettered)."""
+        groups: dict[str, list[Entry]] = {}
+        dead = 0
+        for entry_id, fields in entries:
+            try:
+                event, png = decode_event(fields)
+                prefix = self.writer.prefix(event)
+            except ValueError as exc:
+                self._dead_letter(entry_id, fields, f"undecodable: {exc}")
+                dead += 1
+                continue
+            groups.setdefault(prefix, []).append(Entry(entry_id, fields, event, png))
+        return groups, dead
+
+    def persist(self, entries: Entries) -> tuple[int, int]:
+        """Write a batch: trajectories in parallel (their step puts too), each in stream order, then one
+        XACK + XDEL of every entry written or dropped. Returns (entries done, entries left pending).
+        Raises: redis.RedisError (nothing of this batch acknowledged; a redelivery is idempotent)."""
+        groups, done = self._decode(entries)
+        if len(groups) == 1:
+            ((prefix, group),) = groups.items()
+            results = [self._write_trajectory(prefix, group)]
+        else:
+            futures = [self._trajectories.submit(self._write_trajectory, *item) for item in groups.items()]
+            wait(futures)  # all of them, even when one raised: no write outlives its round
+            results = [future.result() for future in futures]
+        outcomes = {entry_id: outcome for result in results for entry_id, outcome in result.items()}
+        finished = [entry_id for entry_id, outcome in outcomes.items() if outcome in (Outcome.WRITTEN, Outcome.DROPPED)]
+        if finished:
+            self._done(*finished)
+        pending = sum(outcome is Outcome.PENDING for outcome in outcomes.values())
+        return done + len(outcomes) - pending, pending
+
     def handle(self, entry_id: bytes, fields: dict[bytes, bytes]) -> bool:
         """Persist one entry and ack it; False when the write failed (left pending for a retry)."""
-        try:
-            event, png = decode_event(fields)
-        except ValueError as exc:
-            self._dead_letter(entry_id, fields, f"undecodable: {exc}")
-            return True
-        started = time.perf_counter()
-        lock = self.client.lock(keys.sink_lock(self.writer.prefix(event)), timeout=self.settings.lock_timeout_s,
-                                blocking_timeout=self.settings.lock_timeout_s)
-        try:
-            if not lock.acquire():
-                log.warning("trajectory of %s locked by another sink: left pending", entry_id)
-                return False
-            try:
-                written = self.writer.write(event, png)
-            finally:
-                try:
-                    lock.release()
-                except redis.exceptions.LockError:
-                    log.warning("lock on the trajectory of %s expired during its write", entry_id)
-        except redis.RedisError:
-            raise
-        except Exception as exc:  # the store failed: keep the entry pending, retry it
-            if not self.writer.store.healthy():
-                self.outage = True
-                log.warning("object store down, write of %s left pending: %r", entry_id, exc)
-                return False
-            if self._deliveries(entry_id) >= self.settings.max_deliveries:
-                self._dead_letter(entry_id, fields, f"write failed {self.settings.max_deliveries} times: {exc!r}")
-                return True
-            log.warning("write of %s failed (will retry): %r", entry_id, exc)
-            return False
-        WRITE_SECONDS.observe(time.perf_counter() - started)
-        (WRITTEN.labels(fields.get(b"type", b"?").decode()) if written else DROPPED).inc()
-        self._done(entry_id)
-        return True
+        return self.persist([(entry_id, fields)])[1] == 0
 
     def process_once(self, block_ms: int | None = None) -> int:
-        """One round: after a failed write its own pending entries; else claimed entries, then new ones
-        (blocking up to `block_ms`). Stops at the first entry it could not write (the rest stay pending,
-        in order). Returns entries persisted."""
-        retrying = self.outage or self._backoff_s > 0
+        """One round: after a failed write its own pending entries (round after round until none is
+        left); else claimed entries and the new ones read ahead during the previous round (in stream
+        order), or when there are neither, new ones (blocking up to `block_ms`). They are written by
+        `persist` while the next new entries are read (not blocking). A trajectory stops at its first
+        entry it could not write (its later entries stay pending, in order); the other trajectories of
+        the batch are written. After a round that left entries pending, the entries read ahead are let
+        go: they are pending on this consumer and come back, in order, with the retry's own pending
+        entries. Returns entries persisted (or dead-lettered)."""
+        retrying = self.outage or self._backoff_s > 0 or self._own_pending
         self.outage = False
+        ahead, self._ahead = self._ahead, []
         entries = self._read(None, "0") if retrying else []
+        self._own_pending = bool(entries)  # up to `batch` were read: read again until none is left
         if not entries:
-            entries = self._claim() or self._read(block_ms)
-        persisted = 0
-        for entry_id, fields in entries:
-            if not self.handle(entry_id, fields):
-                self._backoff_s = min(max(self._backoff_s * 2, 1.0), self.settings.outage_backoff_max_s)
-                return persisted
-            persisted += 1
-        self._backoff_s = 0.0
+            entries = _in_order(self._claim(), ahead) or self._read(block_ms)
+        if not entries:
+            self._backoff_s = 0.0
+            return 0
+        reading = None if retrying else self._reader.submit(self._read, None)
+        try:
+            persisted, pending = self.persist(entries)
+        finally:
+            following = reading.result() if reading is not None else []
+        if pending:
+            self._backoff_s = min(max(self._backoff_s * 2, 1.0), self.settings.outage_backoff_max_s)
+            self._own_pending = True
+        else:
+            self._backoff_s = 0.0
+            self._ahead = following
         return persisted
 
     def run_forever(self, stop: threading.Event) -> None:
-        """Consume until `stop` is set; Redis errors are logged and the round retried."""
+        """Consume until `stop` is set (then write the batch read ahead, if any); Redis errors are logged
+        and the round retried."""
         while not stop.is_set():
             try:
                 self.ensure_group()
@@ -183,6 +269,16 @@ class SinkConsumer:
             except redis.RedisError as exc:
                 log.warning("redis unavailable: %s; retrying", exc)
                 stop.wait(1.0)
+        self._finish_read_ahead()
+
+    def _finish_read_ahead(self) -> None:
+        """On stop: write the batch read ahead rather than leave it pending for `claim_idle_ms`."""
+        ahead, self._ahead = self._ahead, []
+        if ahead:
+            try:
+                self.persist(ahead)
+            except redis.RedisError as exc:
+                log.warning("read-ahead batch left pending (another sink claims it): %s", exc)
 
     def _ensure_group_quietly(self) -> None:
         try:

@@ -5,13 +5,15 @@ from __future__ import annotations
 import os
 import socket
 
+from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
 from common.settings import ObjectStoreSettings, ServiceSettings
 
 
 class SinkSettings(ServiceSettings, ObjectStoreSettings):
-    """Consumer name, batch size, blocking read (ms), claim idle time (ms), delivery limit, metrics port;
+    """Consumer name, batch size (entries per stream read), parallel object puts (`workers`, also the
+    trajectories written at once), blocking read (ms), claim idle time (ms), delivery limit, metrics port;
     dead-letter stream cap (entries), per-trajectory lock timeout (s), longest back-off during a store
     outage (s)."""
 
@@ -19,6 +21,7 @@ class SinkSettings(ServiceSettings, ObjectStoreSettings):
 
     consumer: str = f"{socket.gethostname()}-{os.getpid()}"
     batch: int = 32
+    workers: int = Field(default=8, ge=1)
     block_ms: int = 1000
     claim_idle_ms: int = 60_000
     max_deliveries: int = 5

@@ -7,24 +7,44 @@ rewrites the same bytes. Steps and end events of an attempt older than `attempt.
 a newer attempt's start deletes the older attempt's steps: two attempts never mix. The manifest names
 the attempt's `num_steps` step files. Callers serialise writes of one trajectory (the sink holds a
 per-trajectory Redis lock), so the attempt check and the write cannot interleave across sinks.
+
+Nothing here lists more than the trajectory's own `step_` files, and only when a retried attempt
+(attempt > 1) starts: an episode's start and end cost O(1) in the store's size.
+
+`write` persists one event with sequential puts; the sink's batches use the same pieces (`step_puts`,
+`write_start`, `end_puts`) to run the puts of several steps in parallel (services/storage_sink/batch.py).
 """
 
 from __future__ import annotations
 
 import base64
 import json
-import re
+from dataclasses import dataclass
 from typing import Any
 
 from common.events import EpisodeEvent, StepEvent
 from common.objectstore import ObjectStore
 from common.run import trajectory_prefix
 
-_STEP_FILE = re.compile(r"(?:step|image)_(\d{4,})\.(?:json|png)$")
+#: Files of a finished attempt, deleted when a newer attempt starts.
+_FINAL_FILES = ("manifest.json", "reward.txt", "final_messages.json", "evaluation.json")
 
 
 def _json(data: Any) -> bytes:
     return json.dumps(data, indent=2, sort_keys=True).encode()
+
+
+@dataclass(frozen=True)
+class Put:
+    """One object to write: `key`, its bytes, its content type."""
+
+    key: str
+    data: bytes
+    content_type: str
+
+    def run(self, store: ObjectStore) -> None:
+        """`store.put` this object. Raises: whatever the store raises."""
+        store.put(self.key, self.data, self.content_type)
 
 
 class TrajectoryWriter:
@@ -34,39 +54,48 @@ class TrajectoryWriter:
         self.store = store
 
     def prefix(self, event: StepEvent | EpisodeEvent) -> str:
-        """Object-store prefix of the event's trajectory (`{run_id}/{task_id}_{rollout_index}`)."""
+        """Object-store prefix of the event's trajectory (`{run_id}/{task_id}_{rollout_index}`).
+        Raises: ValueError for ids that cannot be key segments."""
         return trajectory_prefix(event.run_id, event.task_id, event.rollout_index)
 
     def current_attempt(self, prefix: str) -> int:
-        """The newest started attempt recorded for a trajectory (0 when none)."""
+        """The newest started attempt recorded for a trajectory (0 when none): one `get`."""
         try:
             return int(json.loads(self.store.get(f"{prefix}/attempt.json"))["attempt"])
         except KeyError:
             return 0
 
     def write(self, event: StepEvent | EpisodeEvent, png: bytes | None) -> bool:
-        """Persist one event; returns False when it was dropped as belonging to an older attempt."""
+        """Persist one event; returns False when it was dropped as belonging to an older attempt.
+        Raises: the store's errors; ValueError for an end event whose evaluation files are malformed."""
         prefix = self.prefix(event)
-        if isinstance(event, StepEvent):
-            return self._write_step(prefix, event, png)
-        if event.phase == "start":
-            return self._write_start(prefix, event)
-        return self._write_end(prefix, event)
-
-    def _write_step(self, prefix: str, event: StepEvent, png: bytes | None) -> bool:
-        if event.attempt < self.current_attempt(prefix):
-            return False
-        if png is not None:
-            self.store.put(f"{prefix}/image_{event.step:04d}.png", png, "image/png")
-        self.store.put(f"{prefix}/step_{event.step:04d}.json", event.model_dump_json(by_alias=True, indent=2).encode(),
-                       "application/json")
-        return True
-
-    def _write_start(self, prefix: str, event: EpisodeEvent) -> bool:
         current = self.current_attempt(prefix)
+        if isinstance(event, EpisodeEvent) and event.phase == "start":
+            return self.write_start(prefix, event, current)
         if event.attempt < current:
             return False
-        if event.attempt > current:
+        if isinstance(event, StepEvent):
+            puts = self.step_puts(prefix, event, png)
+        else:
+            body, manifest = self.end_puts(prefix, event)
+            puts = [*body, manifest]  # the manifest last: it says the attempt's files are all there
+        for put in puts:
+            put.run(self.store)
+        return True
+
+    def step_puts(self, prefix: str, event: StepEvent, png: bytes | None) -> list[Put]:
+        """The objects of a step (its PNG when it has one, its JSON); independent of each other."""
+        puts = [Put(f"{prefix}/image_{event.step:04d}.png", png, "image/png")] if png is not None else []
+        puts.append(Put(f"{prefix}/step_{event.step:04d}.json",
+                        event.model_dump_json(by_alias=True, indent=2).encode(), "application/json"))
+        return puts
+
+    def write_start(self, prefix: str, event: EpisodeEvent, current: int) -> bool:
+        """Record a started attempt (`current` is the trajectory's recorded one); a newer attempt first
+        deletes the older attempt's steps and final files. False when `event` is older than `current`."""
+        if event.attempt < current:
+            return False
+        if event.attempt > current and event.attempt > 1:  # attempts are 1-based: none older than 1 exists
             self._drop_older_steps(prefix, event.attempt)
         self.store.put(f"{prefix}/attempt.json", _json({"attempt": event.attempt}), "application/json")
         if event.task_config is not None:
@@ -74,36 +103,39 @@ class TrajectoryWriter:
         return True
 
     def _drop_older_steps(self, prefix: str, attempt: int) -> None:
-        for key in self.store.list(f"{prefix}/"):
-            if not _STEP_FILE.search(key):
+        """Delete the steps (JSON and PNG) of attempts older than `attempt`, listing only `{prefix}/step_`."""
+        for key in self.store.list(f"{prefix}/step_"):
+            if not key.endswith(".json"):
                 continue
-            if key.endswith(".json"):
-                if json.loads(self.store.get(key)).get("attempt", 1) >= attempt:
-                    continue
-                self.store.delete(key.replace("/step_", "/image_").removesuffix(".json") + ".png")
-                self.store.delete(key)
-        for name in ("manifest.json", "reward.txt", "final_messages.json", "evaluation.json"):
+            if json.loads(self.store.get(key)).get("attempt", 1) >= attempt:
+                continue
+            self.store.delete(key.replace("/step_", "/image_").removesuffix(".json") + ".png")
+            self.store.delete(key)
+        for name in _FINAL_FILES:
             self.store.delete(f"{prefix}/{name}")
 
-    def _write_evaluation(self, prefix: str, evaluation: dict[str, Any]) -> None:
+    def _evaluation_puts(self, prefix: str, evaluation: dict[str, Any]) -> list[Put]:
         """`evaluation.json` and its files under `evidence/` (what the evaluation read, for rescoring).
 
         Raises: ValueError (a poison event) for a file name with a path in it or undecodable bytes."""
+        puts = []
         for name, encoded in (evaluation.pop("files", None) or {}).items():
             if "/" in name or name in ("", ".", ".."):
                 raise ValueError(f"evaluation file name {name!r} is not a plain file name")
-            self.store.put(f"{prefix}/evidence/{name}", base64.b64decode(encoded, validate=True),
-                           "application/octet-stream")
-        self.store.put(f"{prefix}/evaluation.json", _json(evaluation), "application/json")
+            puts.append(Put(f"{prefix}/evidence/{name}", base64.b64decode(encoded, validate=True),
+                            "application/octet-stream"))
+        puts.append(Put(f"{prefix}/evaluation.json", _json(evaluation), "application/json"))
+        return puts
 
-    def _write_end(self, prefix: str, event: EpisodeEvent) -> bool:
-        if event.attempt < self.current_attempt(prefix):
-            return False
-        self.store.put(f"{prefix}/final_messages.json", _json(event.final_messages or []), "application/json")
+    def end_puts(self, prefix: str, event: EpisodeEvent) -> tuple[list[Put], Put]:
+        """The objects of an end event: (the final files, independent of each other; the manifest, to
+        write once they are all written). The caller has checked the attempt.
+        Raises: ValueError for malformed evaluation files."""
+        body = [Put(f"{prefix}/final_messages.json", _json(event.final_messages or []), "application/json")]
         if event.reward is not None:
-            self.store.put(f"{prefix}/reward.txt", repr(float(event.reward)).encode(), "text/plain")
+            body.append(Put(f"{prefix}/reward.txt", repr(float(event.reward)).encode(), "text/plain"))
         if event.evaluation is not None:
-            self._write_evaluation(prefix, dict(event.evaluation))
+            body.extend(self._evaluation_puts(prefix, dict(event.evaluation)))
         # The attempt's steps by name (deterministic keys), not by listing: with several sinks the end
         # event may be written before its last steps, which land under these names when they arrive.
         steps = [f"step_{i:04d}.json" for i in range(event.num_steps)]
@@ -129,5 +161,4 @@ class TrajectoryWriter:
             "finished_at": event.timestamp,
             "steps": steps,
         }
-        self.store.put(f"{prefix}/manifest.json", _json(manifest), "application/json")
-        return True
+        return body, Put(f"{prefix}/manifest.json", _json(manifest), "application/json")

@@ -1,0 +1,158 @@
+"""Writes one trajectory's share of a batch of stream entries, with the puts of its steps in parallel.
+
+The entries of one trajectory are written in stream order, phase by phase:
+
+- a run of consecutive step events is one phase: all their puts (PNG and JSON of every step) go to
+  the put pool at once and are awaited together;
+- a start event is a phase of its own (attempt check, older attempt's cleanup, `attempt.json`);
+- an end event is two phases: its final files in parallel, then `manifest.json`, so a manifest is only
+  ever written after every entry before it in the stream was written.
+
+Steps of an attempt older than the recorded one are dropped, as `TrajectoryWriter.write` does; the
+recorded attempt is read once per batch (the caller holds the trajectory's lock, so only this batch can
+change it). A failed entry goes to `on_failure`, which either disposes of it (a dead letter: the
+trajectory goes on) or leaves it pending: then the trajectory stops after that phase and its later
+entries stay pending, in order, for a retry. Entries of the same phase that were written stay written
+(they will be acknowledged; a redelivery rewrites the same bytes).
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor, Future
+from dataclasses import dataclass
+
+from common.events import EpisodeEvent, StepEvent
+from services.storage_sink.writer import Put, TrajectoryWriter
+
+log = logging.getLogger(__name__)
+
+
+class Outcome(enum.Enum):
+    """What became of an entry: written, dropped (older attempt), disposed of by `on_failure` (a dead
+    letter, already acknowledged), or left pending for a retry."""
+
+    WRITTEN = "written"
+    DROPPED = "dropped"
+    DISPOSED = "disposed"
+    PENDING = "pending"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A decoded stream entry: its id, raw fields, event and PNG (None for episode events)."""
+
+    entry_id: bytes
+    fields: dict[bytes, bytes]
+    event: StepEvent | EpisodeEvent
+    png: bytes | None
+
+
+#: Called with an entry whose write raised and the exception; True when it disposed of the entry.
+FailureHandler = Callable[[Entry, Exception], bool]
+
+
+def _phases(entries: Sequence[Entry]) -> list[list[Entry]]:
+    """Consecutive step events grouped; every episode event alone."""
+    phases: list[list[Entry]] = []
+    for entry in entries:
+        if isinstance(entry.event, StepEvent) and phases and isinstance(phases[-1][0].event, StepEvent):
+            phases[-1].append(entry)
+        else:
+            phases.append([entry])
+    return phases
+
+
+class TrajectoryBatch:
+    """Writes the entries of one trajectory (`prefix`) with `writer`, puts on `pool`."""
+
+    def __init__(self, writer: TrajectoryWriter, pool: Executor, prefix: str, on_failure: FailureHandler) -> None:
+        self.writer = writer
+        self.pool = pool
+        self.prefix = prefix
+        self.on_failure = on_failure
+
+    def write(self, entries: Sequence[Entry]) -> dict[bytes, Outcome]:
+        """Write `entries` (one trajectory, stream order); the outcome of every entry by id.
+        Raises: redis.RedisError from `on_failure` (the caller's round is retried)."""
+        outcomes = {entry.entry_id: Outcome.PENDING for entry in entries}
+        try:
+            current = self.writer.current_attempt(self.prefix)
+        except Exception as exc:  # the store failed before anything was written: the rest waits
+            self._fail(entries[0], exc, outcomes)
+            return outcomes
+        for phase in _phases(entries):
+            event = phase[0].event
+            if isinstance(event, EpisodeEvent) and event.phase == "start":
+                done = self._start(phase[0], current, outcomes)
+                if outcomes[phase[0].entry_id] is Outcome.WRITTEN:
+                    current = max(current, event.attempt)
+            elif isinstance(event, StepEvent):
+                done = self._steps(phase, current, outcomes)
+            else:
+                done = self._end(phase[0], current, outcomes)
+            if not done:
+                break
+        return outcomes
+
+    def _fail(self, entry: Entry, exc: Exception, outcomes: dict[bytes, Outcome]) -> bool:
+        """Hand a failed entry to `on_failure`; True when the trajectory may go on."""
+        disposed = self.on_failure(entry, exc)
+        outcomes[entry.entry_id] = Outcome.DISPOSED if disposed else Outcome.PENDING
+        return disposed
+
+    def _start(self, entry: Entry, current: int, outcomes: dict[bytes, Outcome]) -> bool:
+        assert isinstance(entry.event, EpisodeEvent)
+        try:
+            written = self.writer.write_start(self.prefix, entry.event, current)
+        except Exception as exc:
+            return self._fail(entry, exc, outcomes)
+        outcomes[entry.entry_id] = Outcome.WRITTEN if written else Outcome.DROPPED
+        return True
+
+    def _steps(self, phase: list[Entry], current: int, outcomes: dict[bytes, Outcome]) -> bool:
+        jobs: list[tuple[Entry, list[Put]]] = []
+        for entry in phase:
+            assert isinstance(entry.event, StepEvent)
+            if entry.event.attempt < current:
+                outcomes[entry.entry_id] = Outcome.DROPPED
+            else:
+                jobs.append((entry, self.writer.step_puts(self.prefix, entry.event, entry.png)))
+        return self._run(jobs, outcomes)
+
+    def _end(self, entry: Entry, current: int, outcomes: dict[bytes, Outcome]) -> bool:
+        assert isinstance(entry.event, EpisodeEvent)
+        if entry.event.attempt < current:
+            outcomes[entry.entry_id] = Outcome.DROPPED
+            return True
+        try:
+            body, manifest = self.writer.end_puts(self.prefix, entry.event)
+        except Exception as exc:  # malformed evaluation files
+            return self._fail(entry, exc, outcomes)
+        if not self._run([(entry, body)], outcomes) or outcomes[entry.entry_id] is not Outcome.WRITTEN:
+            return outcomes[entry.entry_id] is Outcome.DISPOSED
+        return self._run([(entry, [manifest])], outcomes)
+
+    def _run(self, jobs: list[tuple[Entry, list[Put]]], outcomes: dict[bytes, Outcome]) -> bool:
+        """Run every put of `jobs` on the pool and wait for all; an entry is written when all its puts
+        were. True when the trajectory may go on (no entry left pending)."""
+        futures: list[tuple[Entry, list[Future[None]]]] = [
+            (entry, [self.pool.submit(put.run, self.writer.store) for put in puts]) for entry, puts in jobs]
+        go_on = True
+        for entry, pending in futures:
+            errors = [exc for future in pending if (exc := _error(future)) is not None]
+            if errors:
+                go_on = self._fail(entry, errors[0], outcomes) and go_on
+            else:
+                outcomes[entry.entry_id] = Outcome.WRITTEN
+        return go_on
+
+
+def _error(future: Future[None]) -> Exception | None:
+    """The exception of a finished put (waiting for it), or None."""
+    exc = future.exception()
+    if exc is None or isinstance(exc, Exception):
+        return exc
+    raise exc  # KeyboardInterrupt and the like are not store failures
