@@ -31,6 +31,18 @@ from services.runner.settings import RunnerSettings
 log = logging.getLogger(__name__)
 
 
+def preload() -> None:
+    """Load now, in the worker, what each work-horse (a fresh fork per job) would otherwise load on
+    its first request: httpx's transport modules (httpcore, h11: imported at the first `Client`),
+    Pillow's image plugins (`Image.open` of a screenshot) and the process's TLS context."""
+    import h11  # noqa: F401
+    import httpcore  # noqa: F401
+    from PIL import Image
+
+    Image.init()
+    httpclient.warm_up()
+
+
 class RolloutWorker(Worker):
     """RQ's forking worker that notes when it picks each job, before forking its work-horse (the
     start of the attempt's `startup_ms`, see `services.runner.outcome.TIMING_KEYS`)."""
@@ -53,7 +65,7 @@ def run_worker(settings: RunnerSettings | None = None) -> bool:
     setup_logging(settings.log_level)
     os.environ["RUNNER_ID"] = settings.id
     rollout_job.use_settings(settings)  # work-horses inherit them instead of parsing the environment per job
-    httpclient.warm_up()  # the TLS context, made once here, inherited by every work-horse
+    preload()
     start_metrics_port(settings.metrics_port, registry=metrics_registry())
     provider_client = redis_client(settings.redis_url)
     provider = make_provider(settings, provider_client)
