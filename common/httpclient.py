@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 
-_lock = threading.Lock()
+_lock = threading.RLock()  # `shared` holds it while its factory may call `ssl_context`
 _ssl: ssl.SSLContext | None = None
 _clients: dict[Hashable, httpx.Client] = {}
 
@@ -57,7 +57,7 @@ def _forget_after_fork() -> None:
     """In a forked child: drop the parent's clients (not closed: their sockets are the parent's) and
     a lock another thread may have held at fork time. The TLS context is kept."""
     global _lock, _clients
-    _lock = threading.Lock()
+    _lock = threading.RLock()
     _clients = {}
 
 
