@@ -14,6 +14,8 @@ HTTP, and the run is timed until the sink has stored every trajectory's manifest
 - per-rollout start-up p50/p95 (job picked by the worker -> first model request, `startup_ms`),
   the same without reset and lease wait, the work-horse's share (`job_start_ms`), and teardown
   (last step -> lease freed, `teardown_ms`);
+- CPU time per step by service (user + system, work-horses counted in their runner): where the
+  2 cores go, so what caps steps/s;
 - env utilisation over the run's window (first rollout started -> last ended, x envs): in-step,
   start-up, reset, evaluation (`common.envtime.env_split`) and idle (the rest).
 
@@ -62,6 +64,7 @@ class Result:
     teardown: list[float]
     utilisation: dict[str, float]
     statuses: dict[str, int]
+    cpu_ms: dict[str, float]
 
     @property
     def steps_per_s(self) -> float:
@@ -94,6 +97,28 @@ def start_null_envs(count: int) -> tuple[subprocess.Popen[str], list[str]]:
     return process, urls
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds of process `pid` and its waited-for children (utime + stime + cutime + cstime)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def service_pids(stack: LocalStack, null_env_pid: int) -> dict[str, list[int]]:
+    """Service name (runner, policy, gateway, producer, sink, redis, null env) -> its processes' pids."""
+    pids: dict[str, list[int]] = {"null env": [null_env_pid]}
+    for process in stack.processes:
+        if process.process is not None:
+            pids.setdefault(process.name.split("-")[0], []).append(process.process.pid)
+    if stack.redis_server is not None and stack.redis_server.process is not None:
+        pids["redis"] = [stack.redis_server.process.pid]
+    return pids
+
+
+def cpu_by_service(pids: dict[str, list[int]]) -> dict[str, float]:
+    """Service -> CPU seconds so far."""
+    return {name: sum(cpu_seconds(pid) for pid in group) for name, group in pids.items()}
+
+
 def step_overheads(store_dir: Path, run_id: str, publish_per_step: dict[str, float]) -> list[float]:
     """Per stored step event: step_ms - model - env - settle, plus its rollout's publishing share (ms)."""
     out = []
@@ -119,7 +144,8 @@ def utilisation(records: list[dict[str, Any]], envs: int) -> dict[str, float]:
     return shares
 
 
-def run_setting(per_env: int, env_urls: list[str], args: argparse.Namespace, root: Path) -> Result:
+def run_setting(per_env: int, env_urls: list[str], args: argparse.Namespace, root: Path,
+                null_env_pid: int) -> Result:
     """One stack with `per_env` runners per env, one run, its figures."""
     work = root / f"per-env-{per_env}"
     scripts = work / "scripts"
@@ -129,6 +155,8 @@ def run_setting(per_env: int, env_urls: list[str], args: argparse.Namespace, roo
                          extra_env={"LOG_LEVEL": args.log_level}, api_token="")
     store_dir = work / "trajectories"
     with LocalStack(config) as stack, ProducerClient(stack.producer_url) as client:
+        pids = service_pids(stack, null_env_pid)
+        cpu_before = cpu_by_service(pids)
         submitted = time.perf_counter()
         run_id = client.submit([bench_task()], rollouts_per_task=args.rollouts, max_steps=args.steps + 2)["run_id"]
 
@@ -141,6 +169,7 @@ def run_setting(per_env: int, env_urls: list[str], args: argparse.Namespace, roo
         wait_until(lambda: len(list((store_dir / run_id).glob("*/manifest.json"))) >= args.rollouts,
                    args.timeout, "the sink to store every manifest", interval_s=0.1)
         seconds = time.perf_counter() - submitted
+        cpu = {name: used - cpu_before[name] for name, used in cpu_by_service(pids).items()}
         records = client.run(run_id)["rollouts"]
     statuses: dict[str, int] = {}
     for r in records:
@@ -156,7 +185,8 @@ def run_setting(per_env: int, env_urls: list[str], args: argparse.Namespace, roo
                      for t in timed if "startup_ms" in t],
         job_start=[t["job_start_ms"] for t in timed if "job_start_ms" in t],
         teardown=[t["teardown_ms"] for t in timed if "teardown_ms" in t],
-        utilisation=utilisation(records, len(env_urls)), statuses=statuses)
+        utilisation=utilisation(records, len(env_urls)), statuses=statuses,
+        cpu_ms={name: 1000.0 * s / max(1, sum(r["num_steps"] for r in records)) for name, s in cpu.items()})
 
 
 def _p(values: Iterable[float], q: float) -> str:
@@ -178,6 +208,11 @@ def print_table(results: list[Result], envs: int) -> None:
                  _p(r.startup_net, 95), _p(r.job_start, 50), _p(r.teardown, 50),
                  *(f"{100 * u[s]:.1f}" for s in (*ENV_STATES, "idle")))
         print(" | ".join(cells))
+    print("CPU ms per step by service (all processes, both cores):")
+    for r in results:
+        parts = sorted(r.cpu_ms.items(), key=lambda kv: -kv[1])
+        print(f"  {r.per_env} runners/env: total {sum(r.cpu_ms.values()):.1f} = "
+              + ", ".join(f"{name} {ms:.1f}" for name, ms in parts))
     for r in results:
         if set(r.statuses) != {"completed"}:
             print(f"note: {r.per_env} runners/env ended as {r.statuses}")
@@ -200,7 +235,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         with tempfile.TemporaryDirectory(prefix="bench-pipeline-") as tmp:
             for per_env in settings:
-                results.append(run_setting(per_env, urls, args, Path(tmp)))
+                results.append(run_setting(per_env, urls, args, Path(tmp), null_env.pid))
                 print(f"  {per_env} runners/env done: {results[-1].steps_per_s:.1f} steps/s "
                       f"(load average {os.getloadavg()[0]:.1f})", flush=True)
     finally:
