@@ -7,7 +7,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import env_pod, gateway_overhead, settle_and_typing, sink  # noqa: E402
+from bench import env_pod, gateway_overhead, pipeline, settle_and_typing, sink  # noqa: E402
 
 if __name__ == "__main__":
     print("== gateway overhead (loopback, scripted replica with no model latency)")
@@ -18,3 +18,5 @@ if __name__ == "__main__":
     env_pod.main()
     print("\n== storage sink (raw write loop vs sink into the same local store; fills 0 / 10k / 100k objects)")
     sink.main([])
+    print("\n== pipeline ceiling (null envs, zero-latency policy; 1, 2 and 4 runners per env)")
+    pipeline.main([])

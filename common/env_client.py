@@ -15,6 +15,8 @@ from urllib.parse import urlsplit
 import httpx
 from pydantic import BaseModel
 
+from common.httpclient import new_client, shared
+
 log = logging.getLogger(__name__)
 
 DEFAULT_EXECUTE_TIMEOUT_S = 120.0  # the OSWorld server's own command timeout
@@ -75,13 +77,17 @@ class DesktopEnvClient:
 
     `timeout_s` is the default read timeout in seconds (connect: `connect_timeout_s`); endpoints
     that wait server-side (execute, open_file, reset) get their own longer timeouts.
+    `http`: the connection pool to send through; None uses the process's pool for env pods
+    (`common.httpclient.shared`: kept across clients and rollouts, no TLS setup per client), which
+    `close()` leaves open.
     """
 
-    def __init__(self, base_url: str, timeout_s: float = 30.0, connect_timeout_s: float = 5.0) -> None:
+    def __init__(self, base_url: str, timeout_s: float = 30.0, connect_timeout_s: float = 5.0,
+                 http: httpx.Client | None = None) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout_s = timeout_s
         self._connect_timeout_s = connect_timeout_s
-        self._http = httpx.Client(base_url=self.base_url, timeout=self._timeout(timeout_s))
+        self._http = http if http is not None else shared("env", new_client)
 
     @property
     def host(self) -> str:
@@ -98,9 +104,9 @@ class DesktopEnvClient:
 
         Raises: EnvError(endpoint) on transport errors and on any other status.
         """
-        timeout = self._timeout(timeout_s) if timeout_s is not None else httpx.USE_CLIENT_DEFAULT
+        timeout = self._timeout(timeout_s if timeout_s is not None else self.timeout_s)
         try:
-            response = self._http.request(method, endpoint, timeout=timeout, **kwargs)
+            response = self._http.request(method, self.base_url + endpoint, timeout=timeout, **kwargs)
         except httpx.HTTPError as exc:
             raise EnvError(endpoint, f"{type(exc).__name__}: {exc} ({self.base_url})") from exc
         if response.is_success or response.status_code in ok_statuses:
@@ -309,8 +315,8 @@ class DesktopEnvClient:
             return False
 
     def close(self) -> None:
-        """Close the HTTP connection pool."""
-        self._http.close()
+        """Done with this env. The connection pool is shared (or the caller's): it stays open, its idle
+        connections to this env expire on their own (httpx keep-alive expiry, 5 s)."""
 
     def __enter__(self) -> DesktopEnvClient:
         return self

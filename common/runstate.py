@@ -72,7 +72,7 @@ class RolloutRecord(BaseModel):
     duration_ms: float | None = None
     model_ms: float = 0.0
     env_ms: float = 0.0
-    #: The episode's timings (ms): total_ms, setup_ms, eval_ms, model_ms, env_ms, settle_ms.
+    #: The attempt's timings (ms): see `services.runner.outcome.TIMING_KEYS`.
     timings: dict[str, float] = Field(default_factory=dict)
     prompt_tokens: int = 0
     completion_tokens: int = 0

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from pydantic import BaseModel, Field
 from scipy.stats import binomtest
 
+from common.envtime import ENV_STATES, env_split
 from common.runstate import RolloutRecord
 
 #: Latency components of a rollout, in ms: keys of `RolloutRecord.timings` (runner's episode timings).
@@ -49,6 +50,17 @@ class Cost(BaseModel):
     tokens: float | None
 
 
+class EnvUtilisation(BaseModel):
+    """Where the run's env time went: `env_seconds` held by its finished attempts (lease acquired ->
+    freed, summed over rollouts that leased an env and recorded it), and `shares` of that time by what
+    the env did (`common.envtime.ENV_STATES`: `in_step`, `startup`, `reset`, `evaluation`; each in
+    [0, 1], summing to 1; empty when no rollout recorded it). Idle time between rollouts is not in it:
+    a run does not own its envs."""
+
+    env_seconds: float
+    shares: dict[str, float]
+
+
 class RunStats(BaseModel):
     """Statistics of one run (see module docstring for what counts as success)."""
 
@@ -60,6 +72,7 @@ class RunStats(BaseModel):
     unrewarded: dict[str, int] = Field(description="status -> rollouts that ended without a reward")
     latency_ms: dict[str, Percentiles]
     cost_per_success: Cost
+    env_utilisation: EnvUtilisation = Field(default_factory=lambda: EnvUtilisation(env_seconds=0.0, shares={}))
 
 
 def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float] | None:
@@ -162,7 +175,20 @@ def run_stats(run_id: str, records: Iterable[RolloutRecord]) -> RunStats:
             model_seconds=sum(r.model_ms for r in finished) / 1000.0 / successes if successes else None,
             tokens=sum(tokens) / successes if successes else None,
         ),
+        env_utilisation=env_utilisation(finished),
     )
+
+
+def env_utilisation(records: Iterable[RolloutRecord]) -> EnvUtilisation:
+    """The env time of `records` split by what the env did (see `EnvUtilisation`), from each record's
+    timings (`held_ms`, `steps_ms`, `reset_ms`, `release_ms`, `eval_ms`)."""
+    sums = dict.fromkeys(ENV_STATES, 0.0)
+    for record in records:
+        for state, ms in env_split(record.timings).items():
+            sums[state] += ms
+    total = sum(sums.values())
+    return EnvUtilisation(env_seconds=total / 1000.0,
+                          shares={state: ms / total for state, ms in sums.items()} if total else {})
 
 
 def _latency_table(finished: list[RolloutRecord], parts: list[dict[str, float]]) -> dict[str, Percentiles]:

@@ -61,3 +61,19 @@ def test_domain_table_counts_rollouts_left_out_of_the_rate_by_status() -> None:
     assert "100.0%" in rows["os"] and "2 unsupported" in rows["os"]
     assert "1 runner_error" in rows["files"] and "running" not in rows["files"]
     assert "100.0%" in rows["all"] and "1 runner_error, 2 unsupported" in rows["all"]
+
+
+def test_stats_shows_where_the_env_time_went() -> None:
+    from common.stats import EnvUtilisation, RunStats, rate
+    from services.cli.results_views import utilisation_table
+
+    usage = EnvUtilisation(env_seconds=200.0, shares={"in_step": 0.9, "startup": 0.04, "reset": 0.05,
+                                                       "evaluation": 0.01})
+    stats = RunStats(run_id="r", overall=rate(0, 0), domains={}, pass_at_k={}, infra_failures=0, unrewarded={},
+                     latency_ms={}, cost_per_success={"env_seconds": None, "model_seconds": None, "tokens": None},
+                     env_utilisation=usage)
+    rows = {line.split("│")[1].strip(): line for line in _render(utilisation_table(stats)).splitlines()
+            if line.count("│") >= 3}
+    assert "90.0%" in rows["in steps"] and "180.0" in rows["in steps"]
+    assert "5.0%" in rows["reset"] and "10.0" in rows["reset"]
+    assert "4.0%" in rows["start-up"] and "1.0%" in rows["evaluation"]

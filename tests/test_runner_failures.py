@@ -122,3 +122,29 @@ def test_an_infra_failure_is_retried_first_and_on_the_other_env(stack: dict[str,
     starts = [(e.task_id, e.attempt, e.env_id) for e in _starts(stack["redis"])]
     assert [(task, attempt) for task, attempt, _ in starts] == [("a", 1), ("a", 2), ("b", 1), ("c", 1)]
     assert starts[0][2] != starts[1][2]  # the retry leased the env the failed attempt did not use
+
+
+def test_a_finished_rollout_records_where_its_env_time_went(stack: dict[str, Any]) -> None:
+    from services.runner.worker import RolloutWorker  # notes when it picks the job, before the fork
+
+    task = _task("timed", instruction=DONE_SCRIPT["instruction"])
+    response = stack["http"].post("/v1/runs", json={"tasks": [task], "run_id": "timed-run", "max_steps": 3})
+    assert response.status_code == 201, response.text
+    RolloutWorker([Queue(keys.QUEUE_NAMES["default"], connection=stack["redis"])],
+                  connection=stack["redis"]).work(burst=True, with_scheduler=False)
+    (record,) = load_rollouts(stack["redis"], "timed-run").values()
+    t = record.timings
+    assert record.status == "completed" and record.num_steps == 1
+    # the picked -> first model request window covers the work-horse's start, the lease and the reset
+    assert 0 < t["job_start_ms"] < t["startup_ms"]
+    assert t["startup_ms"] >= t["job_start_ms"] + t["lease_wait_ms"] + t["reset_ms"]
+    assert t["reset_ms"] > 0 and t["release_ms"] > 0  # a desktop_env env is reset on lease and on release
+    assert t["env_ms"] == pytest.approx(t["action_ms"] + t["screenshot_ms"]) and t["screenshot_ms"] > 0
+    assert t["steps_ms"] >= t["model_ms"] + t["env_ms"] + t["publish_ms"]
+    assert t["held_ms"] >= t["steps_ms"] + t["reset_ms"] + t["release_ms"] + t["eval_ms"]
+    assert t["teardown_ms"] >= t["release_ms"]
+    stats = stack["http"].get("/v1/runs/timed-run/stats").json()["env_utilisation"]
+    assert stats["env_seconds"] == pytest.approx(t["held_ms"] / 1000.0)
+    assert set(stats["shares"]) == {"in_step", "startup", "reset", "evaluation"}
+    assert stats["shares"]["in_step"] == pytest.approx(t["steps_ms"] / t["held_ms"])
+    assert sum(stats["shares"].values()) == pytest.approx(1.0)

@@ -74,3 +74,18 @@ def test_diff_lists_fixed_and_broken_tasks_with_a_fisher_p_value_per_domain() ->
     many_a = [_record(f"t{i}", 0, 0.0) for i in range(20)]
     many_b = [_record(f"t{i}", 0, 1.0) for i in range(20)]
     assert diff_runs("A", many_a, "B", many_b).domains[0].p_value < 1e-9
+
+
+def test_env_utilisation_splits_the_held_env_time_of_finished_rollouts() -> None:
+    timed = {"held_ms": 1000.0, "steps_ms": 600.0, "reset_ms": 100.0, "release_ms": 50.0, "eval_ms": 50.0}
+    records = [
+        _record("a", 0, 1.0, timings=timed),
+        _record("a", 1, 1.0, timings={**timed, "held_ms": 3000.0, "steps_ms": 2600.0}),
+        _record("b", 0, None, status="env_init_failed", timings={"lease_wait_ms": 5.0}),  # never held an env
+        _record("c", 0, None, status="running", timings=timed),  # not finished: ignored
+    ]
+    usage = run_stats("r", records).env_utilisation
+    assert usage.env_seconds == pytest.approx(4.0)
+    assert usage.shares == {"in_step": pytest.approx(3.2 / 4), "startup": pytest.approx(0.4 / 4),
+                            "reset": pytest.approx(0.3 / 4), "evaluation": pytest.approx(0.1 / 4)}
+    assert run_stats("r", [_record("a", 0, 1.0)]).env_utilisation.shares == {}  # recorded before the timings

@@ -51,6 +51,23 @@ def detail_table(stats: RunStats) -> Table:
     return table
 
 
+#: How `utilisation_table` names the env states of `common.envtime.ENV_STATES`.
+ENV_STATE_LABELS = {"in_step": "in steps", "startup": "start-up", "reset": "reset", "evaluation": "evaluation"}
+
+
+def utilisation_table(stats: RunStats) -> Table:
+    """The run's env time split: in steps / start-up / reset / evaluation, share and seconds."""
+    usage = stats.env_utilisation
+    table = Table(title=f"env utilisation: {usage.env_seconds:.1f} env-seconds held by the run's rollouts")
+    for column in ("env time", "share", "seconds"):
+        table.add_column(column)
+    for state, share in usage.shares.items():
+        table.add_row(ENV_STATE_LABELS.get(state, state), _pct(share), f"{share * usage.env_seconds:.1f}")
+    if not usage.shares:
+        table.add_row("no timings recorded", "-", "-")
+    return table
+
+
 def diff_table(diff: RunDiff) -> Table:
     """Per domain: success A -> B, change, fixed/broken/unchanged tasks and Fisher's exact p-value."""
     table = Table(title=f"{diff.run_a} -> {diff.run_b} (Fisher's exact test per domain)")

@@ -10,6 +10,7 @@ RQ's failed-job registry with its traceback.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 import redis
@@ -29,6 +30,28 @@ log = logging.getLogger(__name__)
 #: `Job.meta` key listing the env ids where earlier attempts of the rollout failed.
 FAILED_ENVS_META = "failed_envs"
 
+#: Set by the worker (`note_picked`, `use_settings`) before it forks the job's work-horse, which inherits them.
+_picked_at: float | None = None
+_settings: RunnerSettings | None = None
+
+
+def note_picked() -> None:
+    """Note that the worker picked a job now (`time.monotonic()`): the start of the attempt's start-up."""
+    global _picked_at
+    _picked_at = time.monotonic()
+
+
+def use_settings(settings: RunnerSettings) -> None:
+    """Settings for the jobs of this process and its work-horses (default: read from the environment per job)."""
+    global _settings
+    _settings = settings
+
+
+def _take_picked() -> float | None:
+    global _picked_at
+    picked, _picked_at = _picked_at, None
+    return picked
+
 
 class InfraFailure(RuntimeError):
     """Raised so RQ retries the rollout (model_error, env_error, env_init_failed)."""
@@ -46,7 +69,8 @@ def run_rollout(payload: dict[str, Any]) -> dict[str, Any]:
     RunnerBug for an unexpected exception (recorded as `runner_error` with its traceback; no retry);
     a Redis error as it is (RQ retries it).
     """
-    settings = RunnerSettings()
+    picked_at = _take_picked()
+    settings = _settings or RunnerSettings()
     job = RolloutJob.model_validate(payload)
     client = redis_client(settings.redis_url)
     try:
@@ -58,7 +82,7 @@ def run_rollout(payload: dict[str, Any]) -> dict[str, Any]:
             return _result(finished.rollout_id, finished.status.value, finished.reward, finished.num_steps,
                            finished.attempt)
         with JobHeartbeat(client, job.job_id, settings.heartbeat_ttl_s):
-            return _attempt(client, settings, job)
+            return _attempt(client, settings, job, picked_at)
     finally:
         client.close()
 
@@ -67,7 +91,8 @@ def _result(rollout_id: str, status: str, reward: float | None, num_steps: int, 
     return {"rollout_id": rollout_id, "status": status, "reward": reward, "num_steps": num_steps, "attempt": attempt}
 
 
-def _attempt(client: redis.Redis, settings: RunnerSettings, job: RolloutJob) -> dict[str, Any]:
+def _attempt(client: redis.Redis, settings: RunnerSettings, job: RolloutJob,
+             picked_at: float | None) -> dict[str, Any]:
     """One attempt of `job` (see `run_rollout`)."""
     attempt = int(client.incr(keys.attempt_counter(job.rollout_id)))  # type: ignore[arg-type]
     rq_job = get_current_job()
@@ -75,7 +100,7 @@ def _attempt(client: redis.Redis, settings: RunnerSettings, job: RolloutJob) -> 
     failed_envs = list(rq_job.meta.get(FAILED_ENVS_META, [])) if rq_job is not None else []
     runner = RolloutRunner(client, settings)
     try:
-        outcome = runner.run(job, attempt, final_attempt, avoid_envs=failed_envs)
+        outcome = runner.run(job, attempt, final_attempt, avoid_envs=failed_envs, picked_at=picked_at)
     except (redis.RedisError, BackpressureTimeout):
         raise  # Redis itself failed: infrastructure, RQ retries the job (the on_failure callback records it)
     except Exception as exc:  # a bug outside the episode: shown as one, never retried

@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 
+from common.httpclient import new_client, shared
 from common.versions import min_version_for
 from common.vllm_protocol import token_id_of
 
@@ -62,6 +63,18 @@ def read_tokens(payload: dict[str, Any], choice: dict[str, Any]) -> tuple[list[i
     return token_ids, logprobs, payload.get("prompt_token_ids")
 
 
+def _timeout(timeout_s: float, connect_timeout_s: float) -> httpx.Timeout:
+    return httpx.Timeout(timeout_s, connect=connect_timeout_s)
+
+
+def shared_model_client(gateway_url: str, timeout_s: float, connect_timeout_s: float) -> ModelClient:
+    """A `ModelClient` over this process's connection pool for these timeouts (`common.httpclient.shared`:
+    made once per process, kept across rollouts, never the pool of a parent process). Cheap to call."""
+    http = shared(("model", timeout_s, connect_timeout_s),
+                  lambda: new_client(timeout=_timeout(timeout_s, connect_timeout_s)))
+    return ModelClient(gateway_url, timeout_s, connect_timeout_s, http=http)
+
+
 class ModelClient:
     """Sync client of `POST {gateway}/v1/chat/completions` with explicit timeouts.
 
@@ -69,16 +82,22 @@ class ModelClient:
     run's version headers (`version_headers`) and `X-Request-Timeout-S` a little under this client's own
     timeout, so the gateway gives up (and stops its replicas) before the runner does. With `logprobs`
     sampling it asks vLLM for token ids too (`return_token_ids`, `return_tokens_as_token_ids`).
+
+    `http`: the connection pool to send through; None makes one of its own (closed by `close()`).
+    `shared_model_client` gives the process's client, whose pool rollouts reuse.
     """
 
-    def __init__(self, gateway_url: str, timeout_s: float, connect_timeout_s: float) -> None:
+    def __init__(self, gateway_url: str, timeout_s: float, connect_timeout_s: float,
+                 http: httpx.Client | None = None) -> None:
         self.url = gateway_url.rstrip("/") + "/v1/chat/completions"
         self.timeout_s = timeout_s
-        self.http = httpx.Client(timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s))
+        self._owns_http = http is None
+        self.http = http if http is not None else new_client(timeout=_timeout(timeout_s, connect_timeout_s))
 
     def close(self) -> None:
-        """Close the connection pool."""
-        self.http.close()
+        """Close the connection pool when this client made it (a shared pool stays open)."""
+        if self._owns_http:
+            self.http.close()
 
     def complete(
         self,

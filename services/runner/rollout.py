@@ -28,7 +28,7 @@ from common.versions import version_order_key
 from services.runner.agent.ui_tars import UITarsAgent
 from services.runner.envs import EnvRequest, EnvUnavailable, make_provider
 from services.runner.metrics import LEASE_WAIT_SECONDS, observe_attempt
-from services.runner.model_client import ModelClient
+from services.runner.model_client import ModelClient, shared_model_client
 from services.runner.osworld import EvalContext, EvalError, SetupContext, SetupError, evaluate, run_setup
 from services.runner.osworld.evidence import Evidence
 from services.runner.outcome import EpisodeStop, RolloutOutcome, StepTotals
@@ -61,6 +61,11 @@ class RolloutRunner:
         self.publisher = EventPublisher(client, settings.stream_backlog_bytes, settings.backpressure_wait_s)
         self.steps = StepLoop(client, settings, self.publisher)
 
+    def model_client(self) -> ModelClient:
+        """The gateway client of this process (one connection pool kept across rollouts)."""
+        return shared_model_client(self.settings.gateway_url, self.settings.model_timeout_s,
+                                   self.settings.model_connect_timeout_s)
+
     # -- bookkeeping -------------------------------------------------------------------------
     def _record(self, job: RolloutJob, attempt: int, status: RolloutStatus, **extra: Any) -> None:
         record_rollout(
@@ -90,22 +95,29 @@ class RolloutRunner:
 
     # -- the attempt -------------------------------------------------------------------------
     def run(self, job: RolloutJob, attempt: int, final_attempt: bool,
-            avoid_envs: Collection[str] = ()) -> RolloutOutcome:
+            avoid_envs: Collection[str] = (), picked_at: float | None = None) -> RolloutOutcome:
         """Run one attempt and record its outcome (a retried infra failure is recorded as `queued`).
 
         `avoid_envs`: env ids of earlier failed attempts, leased only when no other env is free.
+        `picked_at`: when the worker picked the job (`time.monotonic()` s; None: now), the start of
+        the attempt's `job_start_ms` and `startup_ms` timings (`services.runner.outcome.TIMING_KEYS`).
         Every failure of the episode, a bug included, comes back as the outcome's status. The end
         event and the final record are retried through Redis errors and backpressure for up to
         `RUNNER_FINISH_RETRY_S` (see `_finish`), so a finished episode is not run again because its
         bookkeeping met a short Redis outage. Raises: redis.RedisError when Redis stays down.
         """
         started = time.time()
+        begun = time.monotonic()
+        picked_at = begun if picked_at is None else picked_at
         end_event: EpisodeEvent | None = None
         if is_cancelled(self.client, job.run_id):
             outcome = RolloutOutcome(status=RolloutStatus.CANCELLED, error="run cancelled before start")
         else:
             self._record(job, attempt, RolloutStatus.RUNNING, started_at=started)
-            outcome, end_event = self._leased_attempt(job, attempt, avoid_envs)
+            outcome, end_event = self._leased_attempt(job, attempt, avoid_envs, picked_at)
+        outcome.timings["job_start_ms"] = (begun - picked_at) * 1000.0
+        if end_event is not None:
+            end_event.timings = dict(outcome.timings)
         ended = time.time()
         observe_attempt(outcome.status.value, outcome.timings)
         retry_pending = outcome.status.is_infra_failure and not final_attempt
@@ -145,27 +157,44 @@ class RolloutRunner:
         """Record `runner_error` (with the traceback) for an exception that escaped `run()`."""
         self._record(job, attempt, RolloutStatus.RUNNER_ERROR, error=bug_report(exc), ended_at=time.time())
 
-    def _leased_attempt(self, job: RolloutJob, attempt: int,
-                        avoid_envs: Collection[str]) -> tuple[RolloutOutcome, EpisodeEvent | None]:
+    def _leased_attempt(self, job: RolloutJob, attempt: int, avoid_envs: Collection[str],
+                        picked_at: float) -> tuple[RolloutOutcome, EpisodeEvent | None]:
+        """Lease an env, run the episode on it, give it back; the outcome's timings gain the lease
+        and start-up ones (`lease_wait_ms`, `release_ms`, `held_ms`, `startup_ms`, `teardown_ms`)."""
         request = EnvRequest(owner=f"{job.rollout_id}#{attempt}", run_id=job.run_id, rollout_id=job.rollout_id,
                              avoid=avoid_envs)
-        t_lease = time.perf_counter()
+        t_lease = time.monotonic()
         try:
             lease = self.provider.acquire(request, self.settings.lease_wait_s)
-            LEASE_WAIT_SECONDS.observe(time.perf_counter() - t_lease)
         except EnvUnavailable as exc:
-            return RolloutOutcome(status=exc.status, error=str(exc)), None
+            return RolloutOutcome(status=exc.status, error=str(exc),
+                                  timings={"lease_wait_ms": (time.monotonic() - t_lease) * 1000.0}), None
+        t_leased = time.monotonic()
+        LEASE_WAIT_SECONDS.observe(t_leased - t_lease)
         env = DesktopEnvClient(lease.env.url)
+        totals = StepTotals()
+        t_done = t_leased
         try:
             with LeaseKeeper(self.pool, lease) as keeper:
-                outcome, end_event = self._episode(job, attempt, env, lease, keeper)
+                outcome, end_event = self._episode(job, attempt, env, lease, keeper, totals)
+                t_done = time.monotonic()
             if outcome.status.is_infra_failure and outcome.status is not RolloutStatus.MODEL_ERROR:
                 reason = self.provider.explain(lease)  # e.g. the pod's Kubernetes reason (Evicted, OOMKilled)
                 if reason:
                     outcome.error = f"{outcome.error} [{reason}]" if outcome.error else reason
                     end_event.error = outcome.error
         finally:
+            t_release = time.monotonic()
             self._release(env, lease)
+            t_freed = time.monotonic()
+        outcome.timings.update({
+            "lease_wait_ms": (t_leased - t_lease) * 1000.0,
+            "release_ms": (t_freed - t_release) * 1000.0,
+            "held_ms": (t_freed - t_leased) * 1000.0,
+            "teardown_ms": (t_freed - t_done) * 1000.0,
+        })
+        if totals.first_model_at is not None:
+            outcome.timings["startup_ms"] = (totals.first_model_at - picked_at) * 1000.0
         outcome.env_id = lease.env.env_id
         return outcome, end_event
 
@@ -177,7 +206,8 @@ class RolloutRunner:
             env.close()
 
     def _episode(
-        self, job: RolloutJob, attempt: int, env: DesktopEnvClient, lease: Lease, keeper: LeaseKeeper
+        self, job: RolloutJob, attempt: int, env: DesktopEnvClient, lease: Lease, keeper: LeaseKeeper,
+        totals: StepTotals,
     ) -> tuple[RolloutOutcome, EpisodeEvent]:
         """Publish the start event, run setup, steps and evaluation; returns the outcome and the end
         event (published by `run`, after the env is released)."""
@@ -194,15 +224,13 @@ class RolloutRunner:
         self.publisher.publish(
             EpisodeEvent(phase="start", task_config=job.task.to_json_dict(), **ref, **common_fields)
         )
-        totals = StepTotals()
         agent: UITarsAgent | None = None
         outcome = RolloutOutcome(status=RolloutStatus.ENV_INIT_FAILED)
         setup_ms = eval_ms = 0.0
-        # One gateway client per episode: its keep-alive connection is reused by every step.
-        model = ModelClient(self.settings.gateway_url, self.settings.model_timeout_s,
-                            self.settings.model_connect_timeout_s)
+        reset_ms = [0.0]
+        model = self.model_client()
         try:
-            screen = self._setup(job, env, lease)
+            screen = self._setup(job, env, lease, reset_ms)
             setup_ms = (time.perf_counter() - t0) * 1000.0
             agent = UITarsAgent(job.task.instruction, screen=screen)
             outcome = self.steps.run(Episode(job, ref, env, model, agent, keeper, totals))
@@ -219,8 +247,6 @@ class RolloutRunner:
             log.exception("rollout %s crashed", job.rollout_id)
             outcome = RolloutOutcome(status=RolloutStatus.RUNNER_ERROR, error=bug_report(exc),
                                      num_steps=totals.steps)
-        finally:
-            model.close()
         outcome.timings = {
             "total_ms": (time.perf_counter() - t0) * 1000.0,
             "setup_ms": setup_ms,
@@ -228,6 +254,11 @@ class RolloutRunner:
             "model_ms": totals.model_ms,
             "env_ms": totals.env_ms,
             "settle_ms": totals.settle_ms,
+            "action_ms": totals.action_ms,
+            "screenshot_ms": totals.screenshot_ms,
+            "steps_ms": totals.steps_ms,
+            "publish_ms": totals.publish_ms,
+            "reset_ms": reset_ms[0],
         }
         outcome.prompt_tokens, outcome.completion_tokens = totals.prompt_tokens, totals.completion_tokens
         end_event = EpisodeEvent(
@@ -247,13 +278,17 @@ class RolloutRunner:
         )
         return outcome, end_event
 
-    def _setup(self, job: RolloutJob, env: DesktopEnvClient, lease: Lease) -> tuple[int, int]:
-        """Reset the env (when its flavor has `/reset`) and run the task's `config`; returns the screen
-        size (pixels).
+    def _setup(self, job: RolloutJob, env: DesktopEnvClient, lease: Lease, reset_ms: list[float]) -> tuple[int, int]:
+        """Prepare the env through its provider (a reset when its flavor has `/reset`; its time in ms
+        goes to `reset_ms[0]`) and run the task's `config`; returns the screen size (pixels).
         Raises: EpisodeStop(env_init_failed) for env transport failures (infrastructure: retried),
         EpisodeStop(setup_error) for a failing setup step (the task's config: not retried)."""
         try:
-            self.provider.prepare(lease, env)
+            t_reset = time.perf_counter()
+            try:
+                self.provider.prepare(lease, env)
+            finally:
+                reset_ms[0] = (time.perf_counter() - t_reset) * 1000.0
             screen = env.screen_size()
             run_setup(job.task.config, env, self._setup_context(screen))
         except EnvError as exc:

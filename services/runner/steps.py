@@ -19,7 +19,7 @@ from common.runstate import is_cancelled
 from common.status import RolloutStatus
 from services.runner.agent.parser import ParsedResponse, ParseError
 from services.runner.agent.ui_tars import UITarsAgent
-from services.runner.metrics import observe_step
+from services.runner.metrics import StepParts, observe_step
 from services.runner.model_client import ModelClient, ModelError, ModelReply
 from services.runner.outcome import EpisodeStop, RolloutOutcome, StepTotals
 from services.runner.publisher import EventPublisher
@@ -62,22 +62,30 @@ class StepLoop:
 
     def run(self, episode: Episode) -> RolloutOutcome:
         """Steps until the agent finishes, fails or `max_steps` pass. Raises: EpisodeStop (cancelled,
-        lease lost, env or model failure)."""
+        lease lost, env or model failure).
+
+        Each step's time is split (ms) into model, action (`/execute`), screenshot, settle and the
+        runner's own overhead (the rest: cancel and lease checks, prompt, parsing, publishing); the
+        published `StepTimings.step_ms` ends just before the step's event is published, the totals
+        and metrics include publishing."""
         job, env, agent, totals = episode.job, episode.env, episode.agent, episode.totals
         settler = ScreenSettler(env.screenshot, lambda: pointer_of(env), self.settings.settle_config)
         png: bytes | None = None
         for step in range(job.max_steps):
+            t_step = time.perf_counter()
             if is_cancelled(self.client, job.run_id):
                 raise EpisodeStop(RolloutStatus.CANCELLED, f"run cancelled at step {step}")
             if episode.keeper.lost.is_set():
                 raise EpisodeStop(RolloutStatus.ENV_ERROR, "env lease lost (renewal failed)")
-            t_step = time.perf_counter()
-            env_ms = 0.0
+            screenshot_ms = action_ms = 0.0
             if png is None:  # the first step, or settling is off: grab now
                 t_env = time.perf_counter()
                 png = self._env_call(settler.first_frame, f"screenshot failed at step {step}")
-                env_ms = (time.perf_counter() - t_env) * 1000.0
-            reply, parsed, model_ms = self._sample_parsable(job, episode.model, agent, agent.build_messages(png))
+                screenshot_ms = (time.perf_counter() - t_env) * 1000.0
+            messages = agent.build_messages(png)
+            if totals.first_model_at is None:
+                totals.first_model_at = time.monotonic()
+            reply, parsed, model_ms = self._sample_parsable(job, episode.model, agent, messages)
             totals.model_ms += model_ms
             totals.prompt_tokens += reply.prompt_tokens
             totals.completion_tokens += reply.completion_tokens
@@ -88,16 +96,24 @@ class StepLoop:
             if parsed is not None:
                 t_env = time.perf_counter()
                 execution, acted = self._execute(env, parsed.actions, step)
-                env_ms += (time.perf_counter() - t_env) * 1000.0
+                action_ms = (time.perf_counter() - t_env) * 1000.0
                 if acted and self.settings.settle_max_s > 0:
                     settled = self._env_call(partial(settler.settle, png), f"screenshot failed at step {step}")
                     settle_ms, capped, next_png = settled.settle_ms, settled.capped, settled.png
+            env_ms = screenshot_ms + action_ms
             totals.env_ms += env_ms
+            totals.action_ms += action_ms
+            totals.screenshot_ms += screenshot_ms
             totals.settle_ms += settle_ms
             timings = StepTimings(model_ms=model_ms, env_ms=env_ms, settle_ms=settle_ms, settle_capped=capped,
                                   step_ms=(time.perf_counter() - t_step) * 1000.0)
-            observe_step(timings)
+            t_publish = time.perf_counter()
             self._publish(episode, step, reply, parsed, execution, png, timings)
+            t_end = time.perf_counter()
+            totals.publish_ms += (t_end - t_publish) * 1000.0
+            totals.steps_ms += (t_end - t_step) * 1000.0
+            observe_step(StepParts(model_ms=model_ms, action_ms=action_ms, screenshot_ms=screenshot_ms,
+                                   settle_ms=settle_ms, total_ms=(t_end - t_step) * 1000.0))
             totals.steps = step + 1
             if parsed is None:
                 return RolloutOutcome(status=RolloutStatus.PARSE_ERROR, num_steps=step + 1,

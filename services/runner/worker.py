@@ -16,9 +16,10 @@ import time
 
 import redis
 from rq import Queue, Worker
+from rq.job import Job
 
-import services.runner.job  # noqa: F401 - loaded before forking: work-horses start beating at once
-from common import keys
+import services.runner.job as rollout_job  # loaded before forking: work-horses inherit it, never import it
+from common import httpclient, keys
 from common.service import redis_client, setup_logging, start_metrics_port
 from common.settings import comma_list
 from services.runner.envs import make_provider
@@ -28,6 +29,28 @@ from services.runner.reaper import Reaper
 from services.runner.settings import RunnerSettings
 
 log = logging.getLogger(__name__)
+
+
+def preload() -> None:
+    """Load now, in the worker, what each work-horse (a fresh fork per job) would otherwise load on
+    its first request: httpx's transport modules (httpcore, h11: imported at the first `Client`),
+    Pillow's image plugins (`Image.open` of a screenshot) and the process's TLS context."""
+    import h11  # noqa: F401
+    import httpcore  # noqa: F401
+    from PIL import Image
+
+    Image.init()
+    httpclient.warm_up()
+
+
+class RolloutWorker(Worker):
+    """RQ's forking worker that notes when it picks each job, before forking its work-horse (the
+    start of the attempt's `startup_ms`, see `services.runner.outcome.TIMING_KEYS`)."""
+
+    def execute_job(self, job: Job, queue: Queue) -> None:
+        """Note the pick, then fork the work-horse and watch it (RQ's `execute_job`)."""
+        rollout_job.note_picked()
+        super().execute_job(job, queue)
 
 
 def run_worker(settings: RunnerSettings | None = None) -> bool:
@@ -41,6 +64,8 @@ def run_worker(settings: RunnerSettings | None = None) -> bool:
     settings = settings or RunnerSettings()
     setup_logging(settings.log_level)
     os.environ["RUNNER_ID"] = settings.id
+    rollout_job.use_settings(settings)  # work-horses inherit them instead of parsing the environment per job
+    preload()
     start_metrics_port(settings.metrics_port, registry=metrics_registry())
     provider_client = redis_client(settings.redis_url)
     provider = make_provider(settings, provider_client)
@@ -56,7 +81,7 @@ def run_worker(settings: RunnerSettings | None = None) -> bool:
             client = redis_client(settings.redis_url, socket_timeout_s=None)  # RQ blocks in BLPOP
             try:
                 queues = [Queue(name, connection=client) for name in names]
-                worker = Worker(queues, connection=client, work_horse_killed_handler=on_work_horse_killed,
+                worker = RolloutWorker(queues, connection=client, work_horse_killed_handler=on_work_horse_killed,
                                 maintenance_interval=settings.maintenance_interval_s)
                 return bool(worker.work(with_scheduler=settings.with_scheduler, burst=settings.burst,
                                         logging_level=settings.log_level))

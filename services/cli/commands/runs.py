@@ -26,7 +26,7 @@ from services.cli.app import (
 )
 from services.cli.ops_views import failure_summary, runs_table
 from services.cli.output import print_json, watch_run
-from services.cli.results_views import detail_table, success_table
+from services.cli.results_views import detail_table, success_table, utilisation_table
 from services.cli.views import rollout_table
 
 #: `--fail-on-error`: exit 1 when the finished run has a rollout that did not succeed.
@@ -106,7 +106,8 @@ def stats(
     as_json: JsonOption = False,
 ) -> None:
     """Status and reward per rollout; success per domain with Wilson 95% intervals, pass@k,
-    infrastructure failures, latency p50/p95 and cost per success (`--json`: the run with `stats`)."""
+    infrastructure failures, latency p50/p95, cost per success and where the env time went (in steps,
+    start-up, reset, evaluation) (`--json`: the run with `stats`)."""
     with usage_errors(), ProducerClient(producer) as client:
         run = client.run(run_id)
         run_stats = client.stats(run_id)
@@ -117,6 +118,7 @@ def stats(
         console.print(rollout_table(run))
         console.print(success_table(stats_model))
         console.print(detail_table(stats_model))
+        console.print(utilisation_table(stats_model))
     exit_on_failures(run, fail_on_error)
 
 

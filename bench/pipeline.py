@@ -1,0 +1,250 @@
+"""The whole pipeline's own ceiling: producer -> RQ -> runner -> gateway -> scripted policy -> Redis
+stream -> sink -> local store, with the bench-only null env (`bench/null_env.py`) and a zero-latency
+scripted policy, for 1, 2 and 4 runners per env, side by side in one run.
+
+For each runners-per-env setting a fresh stack (`services.cli.stack.LocalStack`: private
+redis-server, one scripted replica, gateway, producer, sink, M runner workers) is started on the
+same null envs, one run of `--rollouts` rollouts of a `--steps`-step scripted task is submitted over
+HTTP, and the run is timed until the sink has stored every trajectory's manifest. Printed per setting:
+
+- steps/s through the whole pipeline (steps stored / submit -> last manifest stored);
+- per-step orchestration overhead p50/p99: step wall time minus model, action, screenshot and
+  settle time, from the stored step events (`StepTimings`), plus the step's share of publishing
+  (the rollout's `publish_ms` / steps: an event cannot carry its own publishing time);
+- per-rollout start-up p50/p95 (job picked by the worker -> first model request, `startup_ms`),
+  the same without reset and lease wait, the work-horse's share (`job_start_ms`), and teardown
+  (last step -> lease freed, `teardown_ms`);
+- CPU time per step by service (user + system, work-horses counted in their runner): where the
+  2 cores go, so what caps steps/s;
+- env utilisation over the run's window (first rollout started -> last ended, x envs): in-step,
+  start-up, reset, evaluation (`common.envtime.env_split`) and idle (the rest).
+
+Usage: `python bench/pipeline.py [--envs 2] [--per-env 1,2,4] [--rollouts 48] [--steps 15]
+[--timeout 240]`. Figures on a shared machine vary with its load; the load average is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from common.envtime import ENV_STATES, env_split  # noqa: E402
+from common.polling import wait_until  # noqa: E402
+from common.stats import percentile  # noqa: E402
+from common.task import OSWorldTask  # noqa: E402
+from services.cli.api_client import ProducerClient  # noqa: E402
+from services.cli.stack import LocalStack, StackConfig  # noqa: E402
+
+INSTRUCTION = "Bench pipeline task: click the same spot until told to stop"
+
+
+@dataclass
+class Result:
+    """Figures of one runners-per-env setting (ms unless named otherwise)."""
+
+    per_env: int
+    rollouts: int
+    steps: int
+    seconds: float
+    overhead: list[float]
+    startup: list[float]
+    startup_net: list[float]
+    job_start: list[float]
+    teardown: list[float]
+    utilisation: dict[str, float]
+    statuses: dict[str, int]
+    cpu_ms: dict[str, float]
+
+    @property
+    def steps_per_s(self) -> float:
+        return self.steps / self.seconds if self.seconds else 0.0
+
+
+def write_script(directory: Path, steps: int) -> None:
+    """A scripted-policy script: `steps - 1` clicks, then `finished`."""
+    replies = [f"Thought: click {i}\nAction: click(start_box='(100,{100 + i})')" for i in range(steps - 1)]
+    replies.append("Thought: done\nAction: finished(content='done')")
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "bench.json").write_text(json.dumps({"instruction": INSTRUCTION, "replies": replies}))
+
+
+def bench_task() -> OSWorldTask:
+    """The task: no setup, scored by `infeasible` (no env call, reward 0 on `finished`)."""
+    return OSWorldTask.model_validate({"id": "bench-pipeline", "instruction": INSTRUCTION, "config": [],
+                                       "evaluator": {"func": "infeasible"}, "domain": "bench"})
+
+
+def start_null_envs(count: int) -> tuple[subprocess.Popen[str], list[str]]:
+    """Start `bench/null_env.py` serving `count` envs; returns the process and their URLs."""
+    process = subprocess.Popen([sys.executable, "-m", "bench.null_env", "--count", str(count)],
+                               stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[1])
+    assert process.stdout is not None
+    urls = [process.stdout.readline().strip() for _ in range(count)]
+    if not all(u.startswith("http://") for u in urls):
+        process.kill()
+        raise RuntimeError(f"null env did not start: {urls}")
+    return process, urls
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds of process `pid` and its waited-for children (utime + stime + cutime + cstime)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def service_pids(stack: LocalStack, null_env_pid: int) -> dict[str, list[int]]:
+    """Service name (runner, policy, gateway, producer, sink, redis, null env) -> its processes' pids."""
+    pids: dict[str, list[int]] = {"null env": [null_env_pid]}
+    for process in stack.processes:
+        if process.process is not None:
+            pids.setdefault(process.name.split("-")[0], []).append(process.process.pid)
+    if stack.redis_server is not None and stack.redis_server.process is not None:
+        pids["redis"] = [stack.redis_server.process.pid]
+    return pids
+
+
+def cpu_by_service(pids: dict[str, list[int]]) -> dict[str, float]:
+    """Service -> CPU seconds so far."""
+    return {name: sum(cpu_seconds(pid) for pid in group) for name, group in pids.items()}
+
+
+def step_overheads(store_dir: Path, run_id: str, publish_per_step: dict[str, float]) -> list[float]:
+    """Per stored step event: step_ms - model - env - settle, plus its rollout's publishing share (ms)."""
+    out = []
+    for step_file in (store_dir / run_id).glob("*/step_*.json"):
+        event = json.loads(step_file.read_text())
+        t = event["timings"]
+        own = max(0.0, t["step_ms"] - t["model_ms"] - t["env_ms"] - t["settle_ms"])
+        out.append(own + publish_per_step.get(step_file.parent.name, 0.0))
+    return out
+
+
+def utilisation(records: list[dict[str, Any]], envs: int) -> dict[str, float]:
+    """Shares (0-1) of the envs' time over the run's window, by `ENV_STATES` and `idle`."""
+    started = min(r["started_at"] for r in records)
+    ended = max(r["ended_at"] for r in records)
+    total_ms = (ended - started) * 1000.0 * envs
+    sums = dict.fromkeys(ENV_STATES, 0.0)
+    for record in records:
+        for state, ms in env_split(record.get("timings") or {}).items():
+            sums[state] += ms
+    shares = {state: ms / total_ms for state, ms in sums.items()}
+    shares["idle"] = max(0.0, 1.0 - sum(shares.values()))
+    return shares
+
+
+def run_setting(per_env: int, env_urls: list[str], args: argparse.Namespace, root: Path,
+                null_env_pid: int) -> Result:
+    """One stack with `per_env` runners per env, one run, its figures."""
+    work = root / f"per-env-{per_env}"
+    scripts = work / "scripts"
+    write_script(scripts, args.steps)
+    config = StackConfig(work_dir=work, scripts_dir=scripts, env_urls=env_urls, runners=per_env * len(env_urls),
+                         replicas=args.replicas, policy_latency_ms=0.0, settle_max_s=0.0,
+                         extra_env={"LOG_LEVEL": args.log_level}, api_token="")
+    store_dir = work / "trajectories"
+    with LocalStack(config) as stack, ProducerClient(stack.producer_url) as client:
+        pids = service_pids(stack, null_env_pid)
+        cpu_before = cpu_by_service(pids)
+        submitted = time.perf_counter()
+        run_id = client.submit([bench_task()], rollouts_per_task=args.rollouts, max_steps=args.steps + 2)["run_id"]
+
+        def finished() -> bool:
+            run = client.run(run_id)
+            return all(r["status"] not in ("queued", "running") for r in run["rollouts"]) \
+                and len(run["rollouts"]) == args.rollouts
+
+        wait_until(finished, args.timeout, f"run {run_id} to finish", interval_s=0.2)
+        wait_until(lambda: len(list((store_dir / run_id).glob("*/manifest.json"))) >= args.rollouts,
+                   args.timeout, "the sink to store every manifest", interval_s=0.1)
+        seconds = time.perf_counter() - submitted
+        cpu = {name: used - cpu_before[name] for name, used in cpu_by_service(pids).items()}
+        records = client.run(run_id)["rollouts"]
+    statuses: dict[str, int] = {}
+    for r in records:
+        statuses[r["status"]] = statuses.get(r["status"], 0) + 1
+    timed = [r.get("timings") or {} for r in records]
+    publish = {f"{r['task_id']}_{r['rollout_index']}": (r.get("timings") or {}).get("publish_ms", 0.0)
+               / max(1, r["num_steps"]) for r in records}
+    startup = [t["startup_ms"] for t in timed if "startup_ms" in t]
+    return Result(
+        per_env=per_env, rollouts=len(records), steps=sum(r["num_steps"] for r in records), seconds=seconds,
+        overhead=step_overheads(store_dir, run_id, publish), startup=startup,
+        startup_net=[t["startup_ms"] - t.get("reset_ms", 0.0) - t.get("lease_wait_ms", 0.0)
+                     for t in timed if "startup_ms" in t],
+        job_start=[t["job_start_ms"] for t in timed if "job_start_ms" in t],
+        teardown=[t["teardown_ms"] for t in timed if "teardown_ms" in t],
+        utilisation=utilisation(records, len(env_urls)), statuses=statuses,
+        cpu_ms={name: 1000.0 * s / max(1, sum(r["num_steps"] for r in records)) for name, s in cpu.items()})
+
+
+def _p(values: Iterable[float], q: float) -> str:
+    value = percentile(list(values), q)
+    return "-" if value is None else f"{value:.1f}"
+
+
+def print_table(results: list[Result], envs: int) -> None:
+    """The figures side by side, one row per runners-per-env setting."""
+    head = ("runners/env", "rollouts", "steps", "steps/s", "ovh p50", "ovh p99", "start p50", "start p95",
+            "net p50", "net p95", "horse p50", "tear p50", "in-step", "start-up", "reset", "eval", "idle")
+    print(f"null envs: {envs}; times in ms; start = job picked -> first model request, net = start minus "
+          "reset and lease wait, horse = job picked -> attempt started in the work-horse; env time in %")
+    print(" | ".join(head))
+    for r in results:
+        u = r.utilisation
+        cells = (str(r.per_env), str(r.rollouts), str(r.steps), f"{r.steps_per_s:.1f}", _p(r.overhead, 50),
+                 _p(r.overhead, 99), _p(r.startup, 50), _p(r.startup, 95), _p(r.startup_net, 50),
+                 _p(r.startup_net, 95), _p(r.job_start, 50), _p(r.teardown, 50),
+                 *(f"{100 * u[s]:.1f}" for s in (*ENV_STATES, "idle")))
+        print(" | ".join(cells))
+    print("CPU ms per step by service (all processes, both cores):")
+    for r in results:
+        parts = sorted(r.cpu_ms.items(), key=lambda kv: -kv[1])
+        print(f"  {r.per_env} runners/env: total {sum(r.cpu_ms.values()):.1f} = "
+              + ", ".join(f"{name} {ms:.1f}" for name, ms in parts))
+    for r in results:
+        if set(r.statuses) != {"completed"}:
+            print(f"note: {r.per_env} runners/env ended as {r.statuses}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Parse flags, run every setting, print the table."""
+    parser = argparse.ArgumentParser(description="pipeline ceiling with null envs (see module docstring)")
+    parser.add_argument("--envs", type=int, default=2, help="null envs")
+    parser.add_argument("--per-env", default="1,2,4", help="runners per env, comma-separated settings")
+    parser.add_argument("--rollouts", type=int, default=48, help="rollouts per setting")
+    parser.add_argument("--steps", type=int, default=15, help="steps per rollout")
+    parser.add_argument("--replicas", type=int, default=1, help="scripted policy replicas")
+    parser.add_argument("--timeout", type=float, default=240.0, help="seconds per setting before giving up")
+    parser.add_argument("--log-level", default="WARNING", help="services' LOG_LEVEL")
+    args = parser.parse_args(argv)
+    settings = [int(x) for x in args.per_env.split(",") if x]
+    null_env, urls = start_null_envs(args.envs)
+    results = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="bench-pipeline-") as tmp:
+            for per_env in settings:
+                results.append(run_setting(per_env, urls, args, Path(tmp), null_env.pid))
+                print(f"  {per_env} runners/env done: {results[-1].steps_per_s:.1f} steps/s "
+                      f"(load average {os.getloadavg()[0]:.1f})", flush=True)
+    finally:
+        null_env.terminate()
+        null_env.wait(timeout=10)
+    print_table(results, args.envs)
+    print(f"load average at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())} "
+          f"({os.cpu_count()} cores)")
+
+
+if __name__ == "__main__":
+    main()
