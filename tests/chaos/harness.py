@@ -247,9 +247,20 @@ class Chaos:
         os.kill(job[1], signal.SIGKILL)
         self._record("horse", f"work-horse {job[1]} of {job[0]}", back)
 
+    def _running_job_with_worker(self) -> tuple[str, int, int] | None:
+        """A running rollout's job id, work-horse pid and worker pid; None when none runs or the
+        work-horse ended before its parent could be read (the next poll picks another)."""
+        job = self._running_job()
+        if job is None:
+            return None
+        try:
+            parent = int(Path(f"/proc/{job[1]}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except FileNotFoundError:
+            return None
+        return job[0], job[1], parent
+
     def _fault_worker(self, run_id: str) -> None:
-        job_id, horse = wait_until(self._running_job, 60, "a running rollout")
-        parent = int(Path(f"/proc/{horse}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        job_id, horse, parent = wait_until(self._running_job_with_worker, 60, "a running rollout")
         back = self._rollout_back(job_id)
         os.killpg(os.getpgid(parent), signal.SIGKILL)  # the worker and its RQ scheduler child, as a dead pod
         os.kill(horse, signal.SIGKILL)  # RQ puts the work-horse in a process group of its own
