@@ -20,7 +20,9 @@ HTTP, and the run is timed until the sink has stored every trajectory's manifest
   start-up, reset, evaluation (`common.envtime.env_split`) and idle (the rest).
 
 Usage: `python bench/pipeline.py [--envs 2] [--per-env 1,2,4] [--rollouts 48] [--steps 15]
-[--timeout 240]`. Figures on a shared machine vary with its load; the load average is printed.
+[--timeout 240] [--real-envs]`. `--real-envs` runs the same on real Xvfb desktops (local env pods,
+the runners' default screen settle): the in-step share of real env time. Figures on a shared
+machine vary with its load; the load average is printed.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,6 +48,7 @@ from common.stats import percentile  # noqa: E402
 from common.task import OSWorldTask  # noqa: E402
 from services.cli.api_client import ProducerClient  # noqa: E402
 from services.cli.stack import LocalStack, StackConfig  # noqa: E402
+from services.desktop_env.launcher import LocalEnvLauncher  # noqa: E402
 
 INSTRUCTION = "Bench pipeline task: click the same spot until told to stop"
 
@@ -103,9 +107,10 @@ def cpu_seconds(pid: int) -> float:
     return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
-def service_pids(stack: LocalStack, null_env_pid: int) -> dict[str, list[int]]:
-    """Service name (runner, policy, gateway, producer, sink, redis, null env) -> its processes' pids."""
-    pids: dict[str, list[int]] = {"null env": [null_env_pid]}
+def service_pids(stack: LocalStack, null_env_pid: int | None) -> dict[str, list[int]]:
+    """Service name (runner, policy, gateway, producer, sink, redis, null env) -> its processes' pids
+    (no `null env` entry with real envs: `null_env_pid` None)."""
+    pids: dict[str, list[int]] = {"null env": [null_env_pid]} if null_env_pid is not None else {}
     for process in stack.processes:
         if process.process is not None:
             pids.setdefault(process.name.split("-")[0], []).append(process.process.pid)
@@ -145,13 +150,14 @@ def utilisation(records: list[dict[str, Any]], envs: int) -> dict[str, float]:
 
 
 def run_setting(per_env: int, env_urls: list[str], args: argparse.Namespace, root: Path,
-                null_env_pid: int) -> Result:
+                null_env_pid: int | None) -> Result:
     """One stack with `per_env` runners per env, one run, its figures."""
     work = root / f"per-env-{per_env}"
     scripts = work / "scripts"
     write_script(scripts, args.steps)
     config = StackConfig(work_dir=work, scripts_dir=scripts, env_urls=env_urls, runners=per_env * len(env_urls),
-                         replicas=args.replicas, policy_latency_ms=0.0, settle_max_s=0.0,
+                         replicas=args.replicas, policy_latency_ms=0.0,
+                         settle_max_s=None if args.real_envs else 0.0,  # real desktops: the default settle
                          extra_env={"LOG_LEVEL": args.log_level}, api_token="")
     store_dir = work / "trajectories"
     with LocalStack(config) as stack, ProducerClient(stack.producer_url) as client:
@@ -194,11 +200,11 @@ def _p(values: Iterable[float], q: float) -> str:
     return "-" if value is None else f"{value:.1f}"
 
 
-def print_table(results: list[Result], envs: int) -> None:
+def print_table(results: list[Result], envs: int, kind: str = "null") -> None:
     """The figures side by side, one row per runners-per-env setting."""
     head = ("runners/env", "rollouts", "steps", "steps/s", "ovh p50", "ovh p99", "start p50", "start p95",
             "net p50", "net p95", "horse p50", "tear p50", "in-step", "start-up", "reset", "eval", "idle")
-    print(f"null envs: {envs}; times in ms; start = job picked -> first model request, net = start minus "
+    print(f"{kind} envs: {envs}; times in ms; start = job picked -> first model request, net = start minus "
           "reset and lease wait, horse = job picked -> attempt started in the work-horse; env time in %")
     print(" | ".join(head))
     for r in results:
@@ -228,20 +234,26 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--replicas", type=int, default=1, help="scripted policy replicas")
     parser.add_argument("--timeout", type=float, default=240.0, help="seconds per setting before giving up")
     parser.add_argument("--log-level", default="WARNING", help="services' LOG_LEVEL")
+    parser.add_argument("--real-envs", action="store_true",
+                        help="real Xvfb desktops (local env pods, default screen settle) instead of null envs: "
+                             "the in-step share of real env time")
     args = parser.parse_args(argv)
     settings = [int(x) for x in args.per_env.split(",") if x]
-    null_env, urls = start_null_envs(args.envs)
     results = []
-    try:
-        with tempfile.TemporaryDirectory(prefix="bench-pipeline-") as tmp:
-            for per_env in settings:
-                results.append(run_setting(per_env, urls, args, Path(tmp), null_env.pid))
-                print(f"  {per_env} runners/env done: {results[-1].steps_per_s:.1f} steps/s "
-                      f"(load average {os.getloadavg()[0]:.1f})", flush=True)
-    finally:
-        null_env.terminate()
-        null_env.wait(timeout=10)
-    print_table(results, args.envs)
+    with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="bench-pipeline-") as tmp:
+        if args.real_envs:
+            launcher = stack.enter_context(LocalEnvLauncher(count=args.envs, root_dir=Path(tmp) / "envs"))
+            urls, null_env_pid = launcher.urls, None
+        else:
+            null_env, urls = start_null_envs(args.envs)
+            stack.callback(null_env.wait, timeout=10)  # callbacks run last-in first-out: terminate, then wait
+            stack.callback(null_env.terminate)
+            null_env_pid = null_env.pid
+        for per_env in settings:
+            results.append(run_setting(per_env, urls, args, Path(tmp), null_env_pid))
+            print(f"  {per_env} runners/env done: {results[-1].steps_per_s:.1f} steps/s "
+                  f"(load average {os.getloadavg()[0]:.1f})", flush=True)
+    print_table(results, args.envs, "real" if args.real_envs else "null")
     print(f"load average at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())} "
           f"({os.cpu_count()} cores)")
 
