@@ -7,6 +7,7 @@ HTTP server), fetched by our `vlc_playing_info` getter and by OSWorld's. Plus ed
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from xml.etree import ElementTree
 import pytest
 from PIL import Image
 
-from common.polling import free_port, wait_until
+from common.polling import DeadlineExceeded, free_port, wait_until
 from services.runner.osworld import EvalContext, get_state
 from services.runner.osworld.errors import EvalError
 from services.runner.osworld.metrics import METRICS
@@ -143,13 +144,29 @@ def _save_status(oracle: Oracle, port: int, tmp: Path, name: str) -> str:
     """status.xml fetched by our `vlc_playing_info` getter, checked against what OSWorld's own
     getter reads from the same VLC; returns our copy."""
     ctx = EvalContext(setup=make_ctx(tmp, vlc_port=port), cache_dir=tmp / "cache", work_dir=tmp / "work")
-    ours = get_state(FakeEnv(host="127.0.0.1"), {"type": "vlc_playing_info", "dest": name}, ctx)
     (tmp / "osworld").mkdir(exist_ok=True)
-    theirs = oracle.call("getters.vlc", "get_vlc_playing_info", {"dest": name},
-                         env={"vm_ip": "127.0.0.1", "vlc_port": port, "cache_dir": str(tmp / "osworld")})
-    assert theirs.ok, theirs.error
-    assert _fields(ours) == _fields(theirs.value)
-    return str(ours)
+
+    def both() -> tuple[str, Any]:
+        ours = get_state(FakeEnv(host="127.0.0.1"), {"type": "vlc_playing_info", "dest": name}, ctx)
+        theirs = oracle.call("getters.vlc", "get_vlc_playing_info", {"dest": name},
+                             env={"vm_ip": "127.0.0.1", "vlc_port": port, "cache_dir": str(tmp / "osworld")})
+        assert theirs.ok, theirs.error
+        return str(ours), theirs.value
+
+    # VLC fills in a file's meta (e.g. `encoded_by`) a moment after it starts playing: the two getters
+    # read at different times may see different meta, so read both again until they agree.
+    last: list[tuple[str, Any]] = []
+
+    def agreed() -> bool:
+        last[:] = [both()]
+        return _fields(last[0][0]) == _fields(last[0][1])
+
+    with contextlib.suppress(DeadlineExceeded):  # the assertion below shows the last difference
+        wait_until(agreed, 15, "our getter and OSWorld's to read the same VLC status", interval_s=0.3)
+    assert last, "the getters never read VLC's status"
+    ours, theirs = last[0]
+    assert _fields(ours) == _fields(theirs)
+    return ours
 
 
 def _switch(port: int, command: str, until: str, **params: str) -> None:
