@@ -44,7 +44,8 @@ TIMING_KEYS = ("total_ms", "setup_ms", "eval_ms", "model_ms", "env_ms", "action_
 @dataclass
 class StepTotals:
     """Sums over an episode's steps (ms, tokens), how many steps were published, the model versions that
-    answered, and when (`time.monotonic()` s) the first model request was sent."""
+    answered, when (`time.monotonic()` s) the first model request was sent, and the time (ms) of
+    preparing the env before the steps (`reset_ms`: the reset on lease, when one was needed)."""
 
     steps: int = 0
     model_ms: float = 0.0
@@ -54,6 +55,7 @@ class StepTotals:
     settle_ms: float = 0.0
     steps_ms: float = 0.0
     publish_ms: float = 0.0
+    reset_ms: float = 0.0
     first_model_at: float | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0

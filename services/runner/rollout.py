@@ -227,10 +227,9 @@ class RolloutRunner:
         agent: UITarsAgent | None = None
         outcome = RolloutOutcome(status=RolloutStatus.ENV_INIT_FAILED)
         setup_ms = eval_ms = 0.0
-        reset_ms = [0.0]
         model = self.model_client()
         try:
-            screen = self._setup(job, env, lease, reset_ms)
+            screen = self._setup(job, env, lease, totals)
             setup_ms = (time.perf_counter() - t0) * 1000.0
             agent = UITarsAgent(job.task.instruction, screen=screen)
             outcome = self.steps.run(Episode(job, ref, env, model, agent, keeper, totals))
@@ -258,7 +257,7 @@ class RolloutRunner:
             "screenshot_ms": totals.screenshot_ms,
             "steps_ms": totals.steps_ms,
             "publish_ms": totals.publish_ms,
-            "reset_ms": reset_ms[0],
+            "reset_ms": totals.reset_ms,
         }
         outcome.prompt_tokens, outcome.completion_tokens = totals.prompt_tokens, totals.completion_tokens
         end_event = EpisodeEvent(
@@ -278,9 +277,9 @@ class RolloutRunner:
         )
         return outcome, end_event
 
-    def _setup(self, job: RolloutJob, env: DesktopEnvClient, lease: Lease, reset_ms: list[float]) -> tuple[int, int]:
+    def _setup(self, job: RolloutJob, env: DesktopEnvClient, lease: Lease, totals: StepTotals) -> tuple[int, int]:
         """Prepare the env through its provider (a reset when its flavor has `/reset`; its time in ms
-        goes to `reset_ms[0]`) and run the task's `config`; returns the screen size (pixels).
+        goes to `totals.reset_ms`) and run the task's `config`; returns the screen size (pixels).
         Raises: EpisodeStop(env_init_failed) for env transport failures (infrastructure: retried),
         EpisodeStop(setup_error) for a failing setup step (the task's config: not retried)."""
         try:
@@ -288,7 +287,7 @@ class RolloutRunner:
             try:
                 self.provider.prepare(lease, env)
             finally:
-                reset_ms[0] = (time.perf_counter() - t_reset) * 1000.0
+                totals.reset_ms = (time.perf_counter() - t_reset) * 1000.0
             screen = env.screen_size()
             run_setup(job.task.config, env, self._setup_context(screen))
         except EnvError as exc:
