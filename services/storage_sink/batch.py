@@ -8,7 +8,7 @@ The entries of one trajectory are written in stream order, phase by phase:
 - an end event is two phases: its final files in parallel, then `manifest.json`, so a manifest is only
   ever written after every entry before it in the stream was written.
 
-Steps of an attempt older than the recorded one are dropped, as `TrajectoryWriter.write` does; the
+Steps and end events of an attempt older than the recorded one are dropped; the
 recorded attempt is read once per batch (the caller holds the trajectory's lock, so only this batch can
 change it). A failed entry goes to `on_failure`, which either disposes of it (a dead letter: the
 trajectory goes on) or leaves it pending: then the trajectory stops after that phase and its later

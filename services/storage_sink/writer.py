@@ -11,8 +11,8 @@ per-trajectory Redis lock), so the attempt check and the write cannot interleave
 Nothing here lists more than the trajectory's own `step_` files, and only when a retried attempt
 (attempt > 1) starts: an episode's start and end cost O(1) in the store's size.
 
-`write` persists one event with sequential puts; the sink's batches use the same pieces (`step_puts`,
-`write_start`, `end_puts`) to run the puts of several steps in parallel (services/storage_sink/batch.py).
+The writer builds the pieces (`step_puts`, `write_start`, `end_puts`); the sink's batches run them,
+the puts of several steps in parallel (services/storage_sink/batch.py).
 """
 
 from __future__ import annotations
@@ -64,24 +64,6 @@ class TrajectoryWriter:
             return int(json.loads(self.store.get(f"{prefix}/attempt.json"))["attempt"])
         except KeyError:
             return 0
-
-    def write(self, event: StepEvent | EpisodeEvent, png: bytes | None) -> bool:
-        """Persist one event; returns False when it was dropped as belonging to an older attempt.
-        Raises: the store's errors; ValueError for an end event whose evaluation files are malformed."""
-        prefix = self.prefix(event)
-        current = self.current_attempt(prefix)
-        if isinstance(event, EpisodeEvent) and event.phase == "start":
-            return self.write_start(prefix, event, current)
-        if event.attempt < current:
-            return False
-        if isinstance(event, StepEvent):
-            puts = self.step_puts(prefix, event, png)
-        else:
-            body, manifest = self.end_puts(prefix, event)
-            puts = [*body, manifest]  # the manifest last: it says the attempt's files are all there
-        for put in puts:
-            put.run(self.store)
-        return True
 
     def step_puts(self, prefix: str, event: StepEvent, png: bytes | None) -> list[Put]:
         """The objects of a step (its PNG when it has one, its JSON); independent of each other."""
