@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,7 +17,7 @@ import pytest
 
 from common.polling import free_port, http_ok, wait_until
 from services.model_gateway.replicas import ReplicaPool, replica_id
-from services.model_gateway.routing import ConsistentRouter, session_key, wants_stream
+from services.model_gateway.routing import ConsistentRouter, session_key
 from services.model_gateway.server import create_app as create_gateway
 from services.model_gateway.settings import GatewaySettings
 from services.scripted_policy.server import create_app as create_policy
@@ -71,10 +72,6 @@ def test_session_key_precedence_and_cheap_scans() -> None:
     assert session_key({}, b'{"user": broken') is None
     # A user message quoting a user field is escaped inside the JSON string: no match.
     assert session_key({}, json.dumps(chat('say {"user": "x"}')).encode()) is None
-    assert wants_stream(b'{"stream": true}') and not wants_stream(b'{"stream": false}')
-    assert wants_stream(b'{"messages": [], "stream"  :true}')
-    assert not wants_stream(b'{"messages": []}') and not wants_stream(b'"stream" broken')
-    assert not wants_stream(json.dumps(chat('"stream": true')).encode())
 
 
 def test_router_pins_migrates_and_expires() -> None:
@@ -132,14 +129,44 @@ def test_sticky_per_episode_and_spread_of_new_episodes(replicas: list[str]) -> N
             assert name in metrics
 
 
-def test_five_megabyte_body_forwarded_byte_exact(replicas: list[str]) -> None:
-    # Odd spacing and key order: a re-serializing proxy would change the hash.
-    body = b'{ "messages":[{"role":"user","content":"Rename the folder ' + b"A" * 5_000_000 + b'"}] ,"model":"m"}'
+BIG_BODY = b'{ "messages":[{"role":"user","content":"Rename the folder ' + b"A" * 5_000_000 + b'"}] ,"model":"m"}'
+
+
+@pytest.mark.parametrize("episode_header", [{}, {"X-Episode-Id": "e"}], ids=["read-whole", "relayed-as-it-arrives"])
+def test_five_megabyte_body_forwarded_byte_exact(replicas: list[str], episode_header: dict[str, str]) -> None:
+    # Odd spacing and key order: a re-serializing proxy would change the hash. Without a session header the
+    # gateway reads the body whole (the `user` member may be anywhere); with one it relays it while it arrives.
     with serve_app(create_gateway(settings_for(replicas))) as gw:
-        response = httpx.post(f"{gw}{CHAT}", content=body, headers={"content-type": "application/json"}, timeout=30)
+        response = httpx.post(f"{gw}{CHAT}", content=BIG_BODY, timeout=30,
+                              headers={"content-type": "application/json", **episode_header})
     assert response.status_code == 200
-    assert response.headers["X-Body-Sha256"] == hashlib.sha256(body).hexdigest()
+    assert response.headers["X-Body-Sha256"] == hashlib.sha256(BIG_BODY).hexdigest()
     assert response.json()["usage"]["prompt_tokens"] > 1_000_000
+
+
+def test_relayed_body_is_replayed_whole_on_a_retry(scripts_dir: Path) -> None:
+    with serve_app(create_policy(ScriptedPolicySettings(scripts_dir=scripts_dir, fail_first_n=1))) as bad, \
+            serve_app(create_policy(ScriptedPolicySettings(scripts_dir=scripts_dir))) as good, \
+            serve_app(create_gateway(settings_for([bad, good], health_interval_s=60))) as gw:
+        answers = [httpx.post(f"{gw}{CHAT}", content=BIG_BODY, headers={"X-Episode-Id": f"e{i}"}, timeout=30)
+                   for i in range(4)]  # new episodes alternate: at least one lands on `bad` first
+        assert "gateway_retries_total 1.0" in httpx.get(f"{gw}/metrics").text
+    assert all(a.status_code == 200 for a in answers)
+    assert {a.headers["X-Body-Sha256"] for a in answers} == {hashlib.sha256(BIG_BODY).hexdigest()}
+
+
+def test_client_leaving_mid_body_is_not_the_replicas_fault(replicas: list[str]) -> None:
+    with serve_app(create_gateway(settings_for(replicas, health_interval_s=60))) as gw:
+        host, port = rid(gw).split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as conn:
+            conn.sendall(f"POST {CHAT} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+                         f"X-Episode-Id: e\r\nContent-Length: {len(BIG_BODY)}\r\n\r\n".encode())
+            conn.sendall(BIG_BODY[:1_000_000])  # then leave, 4 MB short
+        wait_until(lambda: "gateway_client_gone_total 1.0" in httpx.get(f"{gw}/metrics").text, 10,
+                   "the gateway to see the client go mid-body")
+        assert all(s["healthy"] and s["in_flight"] == 0 for s in states(gw).values())
+        assert "gateway_retries_total 0.0" in httpx.get(f"{gw}/metrics").text
+        assert httpx.post(f"{gw}{CHAT}", json=chat(), headers={"X-Episode-Id": "e"}, timeout=10).status_code == 200
 
 
 def test_streaming_passthrough(replicas: list[str]) -> None:

@@ -2,8 +2,10 @@
 
 - The body is forwarded as raw bytes (never re-serialized: screenshots make bodies megabytes) through one
   shared `aiohttp.ClientSession` (its C HTTP parser costs a fraction of httpx's per request; see
-  bench/gateway_overhead.py), answers relayed undecoded. `"stream": true` answers are relayed chunk by
-  chunk, unchanged; others are returned as bytes with the upstream status and content type.
+  bench/gateway_overhead.py), answers relayed undecoded. A body that is still arriving is relayed while it
+  arrives (`body.py`) when the session key comes from a header. Server-sent-event answers (`"stream": true`,
+  upstream `Content-Type: text/event-stream`) are relayed chunk by chunk, unchanged; others are returned as
+  bytes with the upstream status and content type.
 - Policy versions (`versions.py`): only replicas serving an accepted version are eligible. When none is and
   a replica is reloading to an accepted version (or its version is not known yet) the request waits, at most
   `GATEWAY_VERSION_WAIT_S` and never past its deadline; otherwise 409
@@ -32,8 +34,9 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from common.versions import VersionRequirement, requirement_from_headers
 from services.model_gateway.auth import bearer, token_ok
+from services.model_gateway.body import ClientGone, RequestBody
 from services.model_gateway.replicas import Replica
-from services.model_gateway.routing import session_key, wants_stream
+from services.model_gateway.routing import body_session_key, header_session_key
 from services.model_gateway.state import GatewayState, get_state
 
 log = logging.getLogger(__name__)
@@ -137,23 +140,15 @@ async def pick(state: GatewayState, key: str | None, tried: set[str], requiremen
                                                             f"({last_error})"}))
 
 
-async def _client_gone(request: Request) -> None:
-    """Return when the client disconnects (the body was already read: the next message is the disconnect)."""
-    while True:
-        message = await request.receive()
-        if message["type"] == "http.disconnect":
-            return
-
-
 UPSTREAM_ERRORS = (aiohttp.ClientError, TimeoutError)
 
 
-async def send_unless_gone(request: Request, sending: Awaitable[aiohttp.ClientResponse]
+async def send_unless_gone(body: RequestBody, sending: Awaitable[aiohttp.ClientResponse]
                            ) -> aiohttp.ClientResponse | None:
     """Await the upstream response head; None when the client left first (the upstream request is cancelled,
     which closes its connection: vLLM aborts a request whose connection closes). Raises: UPSTREAM_ERRORS."""
     send = asyncio.ensure_future(sending)
-    gone = asyncio.ensure_future(_client_gone(request))
+    gone = asyncio.ensure_future(body.wait_disconnect())
     try:
         await asyncio.wait((send, gone), return_when=asyncio.FIRST_COMPLETED)
     finally:
@@ -206,10 +201,16 @@ async def forward(request: Request, path: str, state: GatewayState) -> Response:
         return _json_error(state, 400, {"error": str(exc)})
     try:
         deadline = request_deadline(state, request)
-        body = await request.body()
-        key = session_key(request.headers, body)
-        streaming = wants_stream(body)
+        body = RequestBody(request.receive)
+        await body.first()
         headers = forward_headers(request)
+        key = header_session_key(request.headers)
+        if key is None:  # the `user` member may be anywhere in the body: wait for all of it
+            key = body_session_key(await body.read())
+        # A body still arriving is relayed as it comes (and its length announced, when the client did).
+        relay_upload = not body.complete
+        if relay_upload and "content-length" in request.headers:
+            headers["content-length"] = request.headers["content-length"]
         tried: set[str] = set()
         upstream_s = 0.0
         last_error = "none routable"
@@ -227,11 +228,15 @@ async def forward(request: Request, path: str, state: GatewayState) -> Response:
             release = track(state, replica)
             upstream_started = time.perf_counter()
             try:
-                upstream = await send_unless_gone(request, state.session.post(
-                    f"{replica.url}{path}", data=body, headers=headers, timeout=timeout))
+                upstream = await send_unless_gone(body, state.session.post(
+                    f"{replica.url}{path}", data=body.chunks() if relay_upload else await body.read(),
+                    headers=headers, timeout=timeout))
             except UPSTREAM_ERRORS as exc:
                 upstream_s += time.perf_counter() - upstream_started
                 release()
+                if body.gone:  # the upload failed because the client left mid-body: not the replica's fault
+                    state.metrics.abandoned.inc()
+                    return Response(status_code=CLIENT_CLOSED)
                 if time.monotonic() >= deadline:  # our own deadline cut it short: not the replica's fault
                     return _json_error(state, 504, {"error": f"gateway deadline exceeded on {replica.id} ({exc!r})"})
                 state.pool.record_failure(replica)
@@ -252,12 +257,12 @@ async def forward(request: Request, path: str, state: GatewayState) -> Response:
                 state.pool.record_failure(replica)
                 last_error = f"replica {replica.id} answered HTTP {upstream.status}"
                 log.warning("attempt %d on %s: HTTP %d", attempt, replica.id, upstream.status)
-                if await request.is_disconnected():
+                if body.gone or (body.complete and await request.is_disconnected()):
                     state.metrics.abandoned.inc()
                     return Response(status_code=CLIENT_CLOSED)
                 continue
             out_headers = response_headers(state, upstream.headers, replica)
-            if streaming:
+            if upstream.content_type == "text/event-stream":  # `"stream": true`: relay chunk by chunk
                 upstream_s += time.perf_counter() - upstream_started
                 state.metrics.overhead.observe(max(0.0, time.perf_counter() - started - upstream_s))
                 state.pool.record_success(replica)
@@ -279,6 +284,9 @@ async def forward(request: Request, path: str, state: GatewayState) -> Response:
             return Response(content, status_code=upstream.status, headers=out_headers)
     except RequestRejected as rejected:
         return rejected.response
+    except ClientGone:
+        state.metrics.abandoned.inc()
+        return Response(status_code=CLIENT_CLOSED)
     if time.monotonic() >= deadline:
         return _json_error(state, 504, {"error": f"gateway deadline exceeded ({last_error})"})
     return _json_error(state, 503, {"error": f"no healthy replica could serve the request ({last_error})"})

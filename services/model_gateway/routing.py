@@ -27,7 +27,6 @@ from services.model_gateway.replicas import Replica, ReplicaPool
 # `"user": "<id>"` as a JSON member; `"role": "user"` never matches (no colon follows that `"user"`), and
 # inside a JSON string the quotes would be escaped. Bounded length: no backtracking over megabytes.
 _USER_FIELD = re.compile(rb'"user"\s*:\s*"([^"\\]{1,256})"')
-_STREAM_TRUE = re.compile(rb'"stream"\s*:\s*true\b')
 
 
 def session_key(headers: Mapping[str, str], body: bytes) -> str | None:
@@ -35,19 +34,24 @@ def session_key(headers: Mapping[str, str], body: bytes) -> str | None:
 
     The body is scanned with a byte regex, never JSON-parsed (it may be megabytes, on the event loop).
     """
+    return header_session_key(headers) or body_session_key(body)
+
+
+def header_session_key(headers: Mapping[str, str]) -> str | None:
+    """`X-Episode-Id`, else `X-Session-Id`, else None."""
     for name in ("x-episode-id", "x-session-id"):
         value = headers.get(name)
         if value:
             return value
+    return None
+
+
+def body_session_key(body: bytes) -> str | None:
+    """The body's `"user": "<id>"` member (a byte scan, no JSON parse), else None."""
     if b'"user"' not in body:
         return None
     match = _USER_FIELD.search(body)
     return match.group(1).decode("utf-8", "replace") if match else None
-
-
-def wants_stream(body: bytes) -> bool:
-    """True when the body holds the JSON member `"stream": true` (a byte scan, no parse)."""
-    return b'"stream"' in body and _STREAM_TRUE.search(body) is not None
 
 
 def ring_hash(key: str) -> int:

@@ -1,0 +1,85 @@
+"""The request body as the client sends it, relayed to the replica while it arrives and kept for retries.
+
+A screenshot-sized chat request is megabytes. Reading it whole before opening the upstream request (what the
+gateway did, and what nginx does by default) puts a full second copy of the upload on the request's latency;
+relaying each ASGI `http.request` message as it arrives (nginx's `proxy_request_buffering off`) overlaps the
+two. The chunks are kept, so an attempt that fails before the first byte of the answer can be retried on
+another replica from the start of the body.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+from starlette.types import Message, Receive
+
+
+class ClientGone(Exception):
+    """The client disconnected before its request body was complete."""
+
+
+class RequestBody:
+    """One request's body over ASGI `receive`: `first()` once, then `chunks()` per attempt or `read()`.
+
+    One reader at a time: attempts are sequential, and `wait_disconnect` only reads `receive` once the body
+    is complete. Memory: the body once (its chunks, not joined unless `read()` is called).
+    """
+
+    def __init__(self, receive: Receive) -> None:
+        self._receive = receive
+        self._chunks: list[bytes] = []
+        self._joined: bytes | None = None
+        self.complete = False
+        self.gone = False
+        self._settled = asyncio.Event()  # complete or gone
+
+    async def _next(self) -> None:
+        """Read one ASGI message into the body. Raises: ClientGone on `http.disconnect`."""
+        message: Message = await self._receive()
+        if message["type"] == "http.disconnect":
+            self.gone = True
+            self._settled.set()
+            raise ClientGone("the client disconnected while sending its request body")
+        chunk = message.get("body", b"")
+        if chunk:
+            self._chunks.append(chunk)
+        if not message.get("more_body", False):
+            self.complete = True
+            self._settled.set()
+
+    async def first(self) -> None:
+        """Read the first message: a small body is then complete. Raises: ClientGone."""
+        if not self._chunks and not self.complete:
+            await self._next()
+
+    async def read(self) -> bytes:
+        """The whole body (waits for the rest). Raises: ClientGone."""
+        while not self.complete:
+            await self._next()
+        if self._joined is None:
+            self._joined = self._chunks[0] if len(self._chunks) == 1 else b"".join(self._chunks)
+        return self._joined
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        """The body from its first byte: the chunks received so far, then each new one as it arrives.
+
+        Raises: ClientGone (aiohttp wraps it in a `ClientConnectionError` of the upload; check `gone`).
+        """
+        index = 0
+        while True:
+            while index < len(self._chunks):
+                yield self._chunks[index]
+                index += 1
+            if self.complete:
+                return
+            await self._next()
+
+    async def wait_disconnect(self) -> None:
+        """Return when the client disconnects: at once if it left mid-body, else by reading `receive` once the
+        body is complete (after the body, the next ASGI message is the disconnect)."""
+        await self._settled.wait()
+        while not self.gone:
+            message = await self._receive()
+            if message["type"] == "http.disconnect":
+                self.gone = True
