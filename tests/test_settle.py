@@ -111,6 +111,20 @@ def test_the_mouse_pointer_moving_is_no_change() -> None:
     assert not settled.changed
 
 
+def test_first_frame_asks_for_the_pointer_only_when_settling_is_on() -> None:
+    asked: list[int] = []
+
+    def pointer() -> Point:
+        asked.append(1)
+        return (5, 5)
+
+    png = frame()
+    on = ScreenSettler(lambda: png, pointer, CONFIG)
+    assert on.first_frame() == png and on.last_pointer == (5, 5) and len(asked) == 1
+    off = ScreenSettler(lambda: png, pointer, SettleConfig(max_s=0.0))
+    assert off.first_frame() == png and off.last_pointer is None and len(asked) == 1  # no request when off
+
+
 def test_changed_box_masks_pointers_and_flags_only_wide_and_high_changes() -> None:
     a, b = decode(BEFORE), decode(WINDOW)
     assert changed_box(a, a) is None

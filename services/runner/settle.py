@@ -98,8 +98,10 @@ class ScreenSettler:
         self.last_pointer: Point | None = None
 
     def first_frame(self) -> bytes:
-        """The screenshot of the first step (also records where the pointer is)."""
-        self.last_pointer = self.pointer()
+        """The screenshot of the first step (also records where the pointer is, for the next `settle`;
+        with settling off (`max_s` 0) there is none: no pointer request)."""
+        if self.config.max_s > 0:
+            self.last_pointer = self.pointer()
         return self.grab()
 
     def _differs(self, a: Image.Image, b: Image.Image, pointers: tuple[Point | None, ...]) -> bool:
