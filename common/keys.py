@@ -72,6 +72,16 @@ def job_heartbeat(job_id: str) -> str:
     return f"{PREFIX}:job:{job_id}:alive"
 
 
+def job_beat_seen(job_id: str) -> str:
+    """String set with the job's first heartbeat (TTL `JOB_BEAT_SEEN_TTL_S`), deleted with the heartbeat at its
+    end: the job got past its start, so any reaper may reclaim it as soon as its heartbeat is gone."""
+    return f"{PREFIX}:job:{job_id}:beat-seen"
+
+
+#: Seconds a `job_beat_seen` marker lives (longer than any rollout; deleted at the job's end anyway).
+JOB_BEAT_SEEN_TTL_S = 7 * 24 * 3600
+
+
 def attempt_counter(rollout_id: str) -> str:
     """Integer: how many attempts a rollout has started (INCR at each start)."""
     return f"{PREFIX}:attempts:{rollout_id}"

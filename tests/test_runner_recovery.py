@@ -164,6 +164,24 @@ def test_dead_worker_and_work_horse_are_reclaimed_within_60s(make_stack: Any) ->
     assert record.attempt == 2 and recovery_s < 60
 
 
+def test_an_inline_worker_runs_rollouts_itself_and_a_dead_one_is_reclaimed(make_stack: Any) -> None:
+    stack = make_stack(retries=2)
+    fast_reaper = {"RUNNER_EXECUTION": "inline", "RUNNER_HEARTBEAT_TTL_S": "3", "RUNNER_REAPER_INTERVAL_S": "1",
+                   "RUNNER_REAPER_GRACE_S": "1"}
+    workers = [stack.worker(**fast_reaper), stack.worker(**fast_reaper)]
+    rollout_id = stack.submit("inline")
+    _running_step(stack, "inline", rollout_id)
+    runs_it = stack.horse_pid("inline")
+    holder = next((w for w in workers if w.process and w.process.pid == runs_it), None)
+    assert holder is not None, f"pid {runs_it} runs the rollout: no worker of its own (a forked work-horse?)"
+    os.kill(runs_it, signal.SIGKILL)
+    record = wait_until(lambda: (r := stack.record("inline", rollout_id)) and r.status.is_terminal and r,
+                        90, "the other inline worker to run the rollout again to its end")
+    assert record.status is RolloutStatus.AGENT_FAIL or record.status is RolloutStatus.COMPLETED, record
+    assert record.attempt == 2
+    assert next(w for w in workers if w is not holder).alive()
+
+
 def _is_child(pid: int, parent: int) -> bool:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()

@@ -8,7 +8,9 @@ last heartbeat) *and* a live worker runs its periodic maintenance (every 10 minu
 - `Reaper`: a daemon thread in every worker parent. Every `interval_s`, under a Redis lock (one
   reaper at a time across workers), it lists the started jobs of the rollout queues; a job whose
   heartbeat has been missing for `grace_s` seconds (its work-horse died, with or without its parent)
-  (`grace_s + startup_grace_s` for a job never seen beating: it may still be starting) gets its
+  (`grace_s + startup_grace_s` for a job never seen beating: it may still be starting; "seen" is
+  the `keys.job_beat_seen` marker of its first beat, so a reaper that took over from a dead worker's
+  knows it too) gets its
   started-job entry expired and RQ's own registry cleanup run on it: RQ retries it (at the
   front, `Retry(enqueue_at_front=True)`) or fails it, and runs the `on_failure` callback that records
   the lost attempt (`services/runner/lost.py`). Recovery: heartbeat TTL + grace + interval (about 30 s
@@ -51,6 +53,7 @@ class JobHeartbeat:
     def __init__(self, client: redis.Redis, job_id: str, ttl_s: float) -> None:
         self.client = client
         self.key = keys.job_heartbeat(job_id)
+        self.seen_key = keys.job_beat_seen(job_id)
         self.ttl_ms = int(ttl_s * 1000)
         self.value = f"{os.getpid()}@{socket.gethostname()}"
         self._stop = threading.Event()
@@ -68,6 +71,10 @@ class JobHeartbeat:
 
     def __enter__(self) -> JobHeartbeat:
         self._beat()
+        try:
+            self.client.set(self.seen_key, "1", ex=keys.JOB_BEAT_SEEN_TTL_S)
+        except redis.RedisError as exc:  # the reaper then waits its longer start-up grace: slower, not wrong
+            log.warning("job heartbeat marker failed: %r", exc)
         self._thread.start()
         return self
 
@@ -75,7 +82,7 @@ class JobHeartbeat:
         self._stop.set()
         self._thread.join(timeout=5)
         try:
-            self.client.delete(self.key)
+            self.client.delete(self.key, self.seen_key)
         except redis.RedisError:
             pass  # it expires by itself
 
@@ -173,7 +180,8 @@ class Reaper:
                     continue
                 first = self._missing_since.setdefault(job_id, now)
                 # A job never seen beating may still be starting (fork, imports): a longer grace.
-                grace = self.grace_s if job_id in self._seen_alive else self.grace_s + self.startup_grace_s
+                seen_alive = job_id in self._seen_alive or self.client.exists(keys.job_beat_seen(job_id))
+                grace = self.grace_s if seen_alive else self.grace_s + self.startup_grace_s
                 if now - first >= grace:
                     dead_entries.append((entry, job_id))
             if dead_entries:
@@ -181,6 +189,7 @@ class Reaper:
                 self.client.zadd(registry.key, {entry: 0 for entry, _ in dead_entries}, xx=True)
                 registry.cleanup(timestamp=1)
                 for _, job_id in dead_entries:
+                    self.client.delete(keys.job_beat_seen(job_id))
                     log.warning("job %s: work-horse heartbeat gone for %.0fs: handed back to RQ", job_id,
                                 now - self._missing_since.pop(job_id, now))
                     self._seen_alive.discard(job_id)

@@ -1,4 +1,5 @@
-"""Starts an RQ worker for rollouts: forking worker (heartbeats), with the scheduler, queues by priority.
+"""Starts an RQ worker for rollouts: forking worker (heartbeats; or inline, `RUNNER_EXECUTION`), with the
+scheduler, queues by priority.
 
 Before taking jobs the worker starts its env provider's upkeep (`services/runner/envs`: static
 URLs re-resolved, local envs, or the `kubernetes` pool keeper and reaper) and stops it on exit.
@@ -15,7 +16,7 @@ import os
 import time
 
 import redis
-from rq import Queue, Worker
+from rq import Queue, SimpleWorker, Worker
 from rq.job import Job
 
 import services.runner.job as rollout_job  # loaded before forking: work-horses inherit it, never import it
@@ -53,6 +54,17 @@ class RolloutWorker(Worker):
         super().execute_job(job, queue)
 
 
+class InlineRolloutWorker(SimpleWorker):
+    """RQ's `SimpleWorker` (`RUNNER_EXECUTION=inline`): runs each rollout in the worker process itself,
+    no work-horse; notes the pick like `RolloutWorker`. RQ's job timeout still applies (SIGALRM in the
+    worker's main thread)."""
+
+    def execute_job(self, job: Job, queue: Queue) -> None:
+        """Note the pick, then run the job here (RQ's `SimpleWorker.execute_job`)."""
+        rollout_job.note_picked()
+        super().execute_job(job, queue)
+
+
 def run_worker(settings: RunnerSettings | None = None) -> bool:
     """Run a forking RQ worker on the rollout queues until stopped (or drained with RUNNER_BURST).
 
@@ -81,8 +93,9 @@ def run_worker(settings: RunnerSettings | None = None) -> bool:
             client = redis_client(settings.redis_url, socket_timeout_s=None)  # RQ blocks in BLPOP
             try:
                 queues = [Queue(name, connection=client) for name in names]
-                worker = RolloutWorker(queues, connection=client, work_horse_killed_handler=on_work_horse_killed,
-                                maintenance_interval=settings.maintenance_interval_s)
+                worker_class = InlineRolloutWorker if settings.execution == "inline" else RolloutWorker
+                worker = worker_class(queues, connection=client, work_horse_killed_handler=on_work_horse_killed,
+                                      maintenance_interval=settings.maintenance_interval_s)
                 return bool(worker.work(with_scheduler=settings.with_scheduler, burst=settings.burst,
                                         logging_level=settings.log_level))
             except redis.ConnectionError as exc:
