@@ -1,6 +1,7 @@
 """The whole pipeline's own ceiling: producer -> RQ -> runner -> gateway -> scripted policy -> Redis
 stream -> sink -> local store, with the bench-only null env (`bench/null_env.py`) and a zero-latency
-scripted policy, for 1, 2 and 4 runners per env, side by side in one run.
+scripted policy, for 1, 2 and 4 runners per env, each with a forked work-horse per rollout and with
+rollouts run inline in the worker (`RUNNER_EXECUTION`), side by side in one run.
 
 For each runners-per-env setting a fresh stack (`services.cli.stack.LocalStack`: private
 redis-server, one scripted replica, gateway, producer, sink, M runner workers) is started on the
@@ -19,8 +20,8 @@ HTTP, and the run is timed until the sink has stored every trajectory's manifest
 - env utilisation over the run's window (first rollout started -> last ended, x envs): in-step,
   start-up, reset, evaluation (`common.envtime.env_split`) and idle (the rest).
 
-Usage: `python bench/pipeline.py [--envs 2] [--per-env 1,2,4] [--rollouts 48] [--steps 15]
-[--timeout 240] [--real-envs]`. `--real-envs` runs the same on real Xvfb desktops (local env pods,
+Usage: `python bench/pipeline.py [--envs 2] [--per-env 1,2,4] [--execution fork,inline] [--rollouts 48]
+[--steps 15] [--timeout 240] [--real-envs]`. `--real-envs` runs the same on real Xvfb desktops (local env pods,
 the runners' default screen settle): the in-step share of real env time. Figures on a shared
 machine vary with its load; the load average is printed.
 """
@@ -58,6 +59,7 @@ class Result:
     """Figures of one runners-per-env setting (ms unless named otherwise)."""
 
     per_env: int
+    execution: str
     rollouts: int
     steps: int
     seconds: float
@@ -149,16 +151,17 @@ def utilisation(records: list[dict[str, Any]], envs: int) -> dict[str, float]:
     return shares
 
 
-def run_setting(per_env: int, env_urls: list[str], args: argparse.Namespace, root: Path,
+def run_setting(per_env: int, execution: str, env_urls: list[str], args: argparse.Namespace, root: Path,
                 null_env_pid: int | None) -> Result:
-    """One stack with `per_env` runners per env, one run, its figures."""
-    work = root / f"per-env-{per_env}"
+    """One stack with `per_env` runners per env running rollouts `execution` (`RUNNER_EXECUTION`: fork or
+    inline), one run, its figures."""
+    work = root / f"{execution}-per-env-{per_env}"
     scripts = work / "scripts"
     write_script(scripts, args.steps)
     config = StackConfig(work_dir=work, scripts_dir=scripts, env_urls=env_urls, runners=per_env * len(env_urls),
                          replicas=args.replicas, policy_latency_ms=0.0,
                          settle_max_s=None if args.real_envs else 0.0,  # real desktops: the default settle
-                         extra_env={"LOG_LEVEL": args.log_level}, api_token="")
+                         extra_env={"LOG_LEVEL": args.log_level, "RUNNER_EXECUTION": execution}, api_token="")
     store_dir = work / "trajectories"
     with LocalStack(config) as stack, ProducerClient(stack.producer_url) as client:
         pids = service_pids(stack, null_env_pid)
@@ -185,7 +188,8 @@ def run_setting(per_env: int, env_urls: list[str], args: argparse.Namespace, roo
                / max(1, r["num_steps"]) for r in records}
     startup = [t["startup_ms"] for t in timed if "startup_ms" in t]
     return Result(
-        per_env=per_env, rollouts=len(records), steps=sum(r["num_steps"] for r in records), seconds=seconds,
+        per_env=per_env, execution=execution, rollouts=len(records), steps=sum(r["num_steps"] for r in records),
+        seconds=seconds,
         overhead=step_overheads(store_dir, run_id, publish), startup=startup,
         startup_net=[t["startup_ms"] - t.get("reset_ms", 0.0) - t.get("lease_wait_ms", 0.0)
                      for t in timed if "startup_ms" in t],
@@ -202,14 +206,14 @@ def _p(values: Iterable[float], q: float) -> str:
 
 def print_table(results: list[Result], envs: int, kind: str = "null") -> None:
     """The figures side by side, one row per runners-per-env setting."""
-    head = ("runners/env", "rollouts", "steps", "steps/s", "ovh p50", "ovh p99", "start p50", "start p95",
+    head = ("execution", "runners/env", "rollouts", "steps", "steps/s", "ovh p50", "ovh p99", "start p50", "start p95",
             "net p50", "net p95", "horse p50", "tear p50", "in-step", "start-up", "reset", "eval", "idle")
     print(f"{kind} envs: {envs}; times in ms; start = job picked -> first model request, net = start minus "
           "reset and lease wait, horse = job picked -> attempt started in the work-horse; env time in %")
     print(" | ".join(head))
     for r in results:
         u = r.utilisation
-        cells = (str(r.per_env), str(r.rollouts), str(r.steps), f"{r.steps_per_s:.1f}", _p(r.overhead, 50),
+        cells = (r.execution, str(r.per_env), str(r.rollouts), str(r.steps), f"{r.steps_per_s:.1f}", _p(r.overhead, 50),
                  _p(r.overhead, 99), _p(r.startup, 50), _p(r.startup, 95), _p(r.startup_net, 50),
                  _p(r.startup_net, 95), _p(r.job_start, 50), _p(r.teardown, 50),
                  *(f"{100 * u[s]:.1f}" for s in (*ENV_STATES, "idle")))
@@ -217,11 +221,11 @@ def print_table(results: list[Result], envs: int, kind: str = "null") -> None:
     print("CPU ms per step by service (all processes, both cores):")
     for r in results:
         parts = sorted(r.cpu_ms.items(), key=lambda kv: -kv[1])
-        print(f"  {r.per_env} runners/env: total {sum(r.cpu_ms.values()):.1f} = "
+        print(f"  {r.execution}, {r.per_env} runners/env: total {sum(r.cpu_ms.values()):.1f} = "
               + ", ".join(f"{name} {ms:.1f}" for name, ms in parts))
     for r in results:
         if set(r.statuses) != {"completed"}:
-            print(f"note: {r.per_env} runners/env ended as {r.statuses}")
+            print(f"note: {r.execution}, {r.per_env} runners/env ended as {r.statuses}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -231,6 +235,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--per-env", default="1,2,4", help="runners per env, comma-separated settings")
     parser.add_argument("--rollouts", type=int, default=48, help="rollouts per setting")
     parser.add_argument("--steps", type=int, default=15, help="steps per rollout")
+    parser.add_argument("--execution", default="fork,inline",
+                        help="RUNNER_EXECUTION settings, comma-separated: fork (a work-horse per rollout), inline")
     parser.add_argument("--replicas", type=int, default=1, help="scripted policy replicas")
     parser.add_argument("--timeout", type=float, default=240.0, help="seconds per setting before giving up")
     parser.add_argument("--log-level", default="WARNING", help="services' LOG_LEVEL")
@@ -249,10 +255,11 @@ def main(argv: list[str] | None = None) -> None:
             stack.callback(null_env.wait, timeout=10)  # callbacks run last-in first-out: terminate, then wait
             stack.callback(null_env.terminate)
             null_env_pid = null_env.pid
-        for per_env in settings:
-            results.append(run_setting(per_env, urls, args, Path(tmp), null_env_pid))
-            print(f"  {per_env} runners/env done: {results[-1].steps_per_s:.1f} steps/s "
-                  f"(load average {os.getloadavg()[0]:.1f})", flush=True)
+        for execution in [x for x in args.execution.split(",") if x]:
+            for per_env in settings:
+                results.append(run_setting(per_env, execution, urls, args, Path(tmp), null_env_pid))
+                print(f"  {execution}, {per_env} runners/env done: {results[-1].steps_per_s:.1f} steps/s "
+                      f"(load average {os.getloadavg()[0]:.1f})", flush=True)
     print_table(results, args.envs, "real" if args.real_envs else "null")
     print(f"load average at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())} "
           f"({os.cpu_count()} cores)")
