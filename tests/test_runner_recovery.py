@@ -30,6 +30,8 @@ from typing import Any
 import httpx
 import pytest
 import redis
+from rq import Queue
+from rq.registry import StartedJobRegistry
 
 from common import keys
 from common.env_client import DesktopEnvClient
@@ -46,6 +48,7 @@ from services.desktop_env.launcher import LocalEnvLauncher
 from services.runner.envs import EnvRequest
 from services.runner.envs.static import StaticProvider
 from services.runner.job import run_rollout
+from services.runner.reaper import Reaper
 from services.runner.rollout import RolloutRunner
 from services.runner.settings import RunnerSettings
 from services.scripted_policy.server import create_app as create_policy
@@ -180,6 +183,25 @@ def test_an_inline_worker_runs_rollouts_itself_and_a_dead_one_is_reclaimed(make_
     assert record.status is RolloutStatus.AGENT_FAIL or record.status is RolloutStatus.COMPLETED, record
     assert record.attempt == 2
     assert next(w for w in workers if w is not holder).alive()
+
+
+def test_a_reaper_that_never_saw_a_job_beat_trusts_its_first_beat_marker(redis_url: str) -> None:
+    """A reaper taking over from a dead worker's has never seen that worker's job beat: the job's first-beat
+    marker (`keys.job_beat_seen`) lets it reclaim the job after the short grace, not the start-up one."""
+    client = redis.Redis.from_url(redis_url)
+    queue = Queue("cua-default", connection=client)
+    registry = StartedJobRegistry(queue.name, connection=client)
+    for name in ("marked", "starting"):  # started (registry entry), no heartbeat key
+        job = queue.enqueue("builtins.print", job_id=f"reaper-{name}")
+        client.zadd(registry.key, {f"{job.id}:execution": time.time() + 600})
+    client.set(keys.job_beat_seen("reaper-marked"), "1")
+    reaper = Reaper(client, [queue.name], interval_s=1, grace_s=5, env_recheck_s=3600, startup_grace_s=60)
+    assert reaper.run_once(now=100.0) == []
+    assert reaper.run_once(now=106.0) == ["reaper-marked"]  # past the grace: its work-horse is gone
+    assert not client.exists(keys.job_beat_seen("reaper-marked"))
+    assert reaper.run_once(now=130.0) == []  # never beat: may still be starting
+    assert reaper.run_once(now=166.0) == ["reaper-starting"]  # past grace + start-up grace
+    client.close()
 
 
 def _is_child(pid: int, parent: int) -> bool:
