@@ -59,6 +59,25 @@ def test_bytes_per_queued_rollout_of_a_1000_rollout_run(client: redis.Redis, red
     assert per_rollout < 4096  # the README states the measured figure
 
 
+def test_the_backlog_is_measured_once_per_share_of_the_room_not_per_step(client: redis.Redis) -> None:
+    png = _screenshot()
+    event = StepEvent(step=0, response="Thought: wait\nAction: wait()", **REF)
+
+    def measures() -> int:
+        return int(client.info("commandstats").get("cmdstat_memory|usage", {}).get("calls", 0))
+
+    roomy = EventPublisher(client, backlog_bytes=1000 * len(png), wait_s=0.3)
+    before = measures()
+    for _ in range(40):
+        roomy.publish(event, png)
+    assert measures() - before == 1  # 40 entries use far less than half the room: one measure
+    tight = EventPublisher(client, backlog_bytes=stream_bytes(client) + 4 * len(png), wait_s=0.3)
+    before = measures()
+    for _ in range(4):
+        tight.publish(event, png)
+    assert measures() - before >= 2  # the room halves with each measure: measured again before it is gone
+
+
 def test_bytes_per_in_flight_step_and_byte_backpressure(client: redis.Redis) -> None:
     png = _screenshot()
     publisher = EventPublisher(client, backlog_bytes=20 * len(png), wait_s=0.3)
