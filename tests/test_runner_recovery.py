@@ -327,7 +327,8 @@ def test_a_worker_survives_a_redis_restart_mid_rollout(env_urls: list[str], tmp_
     server = RedisServerProcess(tmp_path / "redis", port=free_port()).start()
     stack = Stack(server.url, env_urls, tmp_path, retries=2)
     try:
-        worker = stack.worker()
+        # The lost attempt is reclaimed by the reaper: short heartbeat and grace keep the test short.
+        worker = stack.worker(RUNNER_HEARTBEAT_TTL_S="3", RUNNER_REAPER_INTERVAL_S="1", RUNNER_REAPER_GRACE_S="1")
         rollout_id = stack.submit("restart")
         _running_step(stack, "restart", rollout_id)
         assert server.process is not None
