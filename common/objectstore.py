@@ -151,16 +151,23 @@ class LocalDirStore:
         writes are separate system calls: a symlink swapped in between them is not caught (no worse
         than the per-component check, which had the same window).
         Raises: ValueError (a symlink leading outside); OSError from the file system."""
-        path = os.path.join(self._root, directory) if directory else self._root
+        path = self._remembered(directory)
+        if path is not None:
+            return path
+        return self._verify(key, directory, os.path.join(self._root, directory) if directory else self._root)
+
+    def _remembered(self, directory: str) -> str | None:
+        """The path of `directory` when it is remembered and one `stat` of it finds the very directory
+        verified (see `_directory`); else None (forgotten or never seen: the caller checks in full)."""
         known = self._dirs.get(directory)
-        if known is not None:
-            try:
-                found = os.stat(path)
-                if (found.st_dev, found.st_ino) == known:
-                    return path
-            except OSError:  # removed, or a component is no longer a directory: check again
-                pass
-        return self._verify(key, directory, path)
+        if known is None:
+            return None
+        path = os.path.join(self._root, directory) if directory else self._root
+        try:
+            found = os.stat(path)
+        except OSError:  # removed, or a component is no longer a directory
+            return None
+        return path if (found.st_dev, found.st_ino) == known else None
 
     def _verify(self, key: str, directory: str, path: str) -> str:
         """`_directory`'s full check: each component lstat-ed from the root down, made when missing,
@@ -208,6 +215,29 @@ class LocalDirStore:
             raise
 
     def get(self, key: str) -> bytes:
+        """The object's bytes; in a directory this store wrote into (`_remembered`), one `stat` + an
+        `open` that follows no symlink at the key (the sink reads each trajectory's `attempt.json` once
+        per batch); else the per-component check of `_path`. Raises: as `ObjectStore.get`."""
+        directory, _, name = check_key(key).rpartition("/")
+        parent = self._remembered(directory)
+        if parent is None:
+            return self._get_checked(key)
+        try:  # O_NONBLOCK: a FIFO at the key must not block the open (it is refused below)
+            fd = os.open(os.path.join(parent, name), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except (FileNotFoundError, NotADirectoryError):
+            raise KeyError(key) from None
+        except OSError:  # ELOOP: a symlink at the key, allowed when it stays inside the root
+            return self._get_checked(key)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):  # a directory or a FIFO: not an object
+                raise KeyError(key)
+            with open(fd, "rb", closefd=False) as fh:
+                return fh.read()
+        finally:
+            os.close(fd)
+
+    def _get_checked(self, key: str) -> bytes:
+        """`get` with every component checked (`_path`). Raises: as `ObjectStore.get`."""
         path = self._path(key)
         if not path.is_file():
             raise KeyError(key)

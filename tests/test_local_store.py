@@ -110,3 +110,24 @@ def test_the_directory_memory_is_bounded(tmp_path: Path, monkeypatch: pytest.Mon
     assert len(store._dirs) == 4 and "run1/t_9" in store._dirs
     store.put("run1/t_0/b.json", b"2")  # forgotten: checked in full again
     assert store.get("run1/t_0/b.json") == b"2"
+
+
+def test_get_in_a_written_directory_refuses_what_the_full_check_refuses(tmp_path: Path, outside: Path) -> None:
+    store = LocalDirStore(tmp_path / "store")
+    store.put("run1/t_0/a.json", b"1")  # run1/t_0 remembered: gets there take the short way
+    trajectory = tmp_path / "store" / "run1" / "t_0"
+    (outside / "secret").write_bytes(b"no")
+    os.symlink(outside / "secret", trajectory / "out.json")
+    with pytest.raises(ValueError, match="outside the store"):
+        store.get("run1/t_0/out.json")
+    os.symlink(trajectory / "a.json", trajectory / "in.json")
+    assert store.get("run1/t_0/in.json") == b"1"  # a symlink inside the store is followed, as before
+    os.mkfifo(trajectory / "fifo.json")
+    (trajectory / "dir.json").mkdir()
+    for key in ("run1/t_0/fifo.json", "run1/t_0/dir.json", "run1/t_0/missing.json", "run1/t_0/a.json/x"):
+        with pytest.raises(KeyError):
+            store.get(key)
+    shutil.rmtree(trajectory)
+    os.symlink(outside, trajectory)  # planted in place of the remembered directory
+    with pytest.raises(ValueError, match="outside the store"):
+        store.get("run1/t_0/secret")
