@@ -80,7 +80,10 @@ class BatchLocks:
     batch instead of two per trajectory (each cost ~0.1 ms of CPU; a batch has up to `batch`
     trajectories). The values are those of a redis-py `Lock` (a token; released only by its owner),
     so a sink taking the lock with `Redis.lock` excludes this one and the reverse. A trajectory whose
-    lock is held elsewhere is not in `held`: the caller waits for it with a `Redis.lock` of its own."""
+    lock is held elsewhere is not in `held`: the caller waits for it with a `Redis.lock` of its own.
+    Every lock's timeout (`lock_timeout_s`) runs from the batch's start, not from its trajectory's turn
+    in the trajectory pool: a batch writing longer than that is logged (`release`), as a trajectory
+    was before."""
 
     def __init__(self, client: redis.Redis, prefixes: list[str], timeout_s: float) -> None:
         self.client = client
