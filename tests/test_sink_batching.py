@@ -1,7 +1,8 @@
 """Sink batches against a real redis-server and real local stores (issue 13): several trajectories
 interleaved in one batch, puts in parallel that keep each trajectory's order (a manifest only after
 the entries before it), a failed put that holds back the rest of its trajectory only, the batch read
-ahead let go after a failure, and no listing outside the trajectory at episode start and end."""
+ahead let go after a failure, no listing outside the trajectory at episode start and end, and the
+batch's trajectory locks (taken together, released together, never another sink's)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from common import keys
 from common.events import EpisodeEvent, StepEvent, encode_event
 from common.objectstore import LocalDirStore
 from common.status import RolloutStatus
+from services.storage_sink.consumer import BatchLocks
 from tests.test_storage_sink import consumer, drain, png
 
 
@@ -208,3 +210,32 @@ def test_a_stopping_sink_writes_the_batch_it_read_ahead(redis_url: str, client: 
     sink.run_forever(stop)  # stops at once, after writing what it had read
     assert_complete(store, "a", 2)
     assert client.xlen(keys.EVENTS_STREAM) == 0
+
+
+def test_a_batch_takes_its_trajectory_locks_together_and_leaves_none(redis_url: str, client: redis.Redis,
+                                                                     tmp_path: Path) -> None:
+    store = LocalDirStore(tmp_path)
+    other = client.lock(keys.sink_lock("run-1/b_0"), timeout=30)  # another sink writes b
+    assert other.acquire()
+    publish(client, interleave(episode("a", 2), episode("b", 2), episode("c", 2)))  # 12 entries, one batch
+    sink = consumer(redis_url, store, lock_timeout_s=0.2)  # type: ignore[arg-type]
+    assert sink.process_once() == 8  # a and c written; b waited for its lock, then was left pending
+    assert_complete(store, "a", 2)
+    assert_complete(store, "c", 2)
+    assert not store.list("run-1/b_0/")
+    assert client.keys(keys.sink_lock("*")) == [keys.sink_lock("run-1/b_0").encode()]  # a's and c's released
+    other.release()
+    assert drain(sink) == 4
+    assert_complete(store, "b", 2)
+    assert client.keys(keys.sink_lock("*")) == []
+
+
+def test_locks_of_a_batch_are_not_released_when_another_sink_took_them_over(redis_url: str, client: redis.Redis,
+                                                                           tmp_path: Path) -> None:
+    locks = BatchLocks(client, ["run-1/a_0", "run-1/b_0"], timeout_s=30)
+    assert locks.held == {"run-1/a_0", "run-1/b_0"}
+    assert BatchLocks(client, ["run-1/a_0"], timeout_s=30).held == set()  # taken: not ours
+    client.set(keys.sink_lock("run-1/b_0"), b"another sink's token")  # as after an expiry and a take-over
+    locks.release()
+    assert client.keys(keys.sink_lock("*")) == [keys.sink_lock("run-1/b_0").encode()]
+    assert client.get(keys.sink_lock("run-1/b_0")) == b"another sink's token"

@@ -1,12 +1,12 @@
-"""Writes one trajectory's share of a batch of stream entries, with the puts of its steps in parallel.
+"""Writes one trajectory's share of a batch of stream entries, its steps in parallel.
 
 The entries of one trajectory are written in stream order, phase by phase:
 
-- a run of consecutive step events is one phase: all their puts (PNG and JSON of every step) go to
-  the put pool at once and are awaited together;
+- a run of consecutive step events is one phase: every step goes to the put pool at once (one task
+  per step: its PNG, then its JSON) and they are awaited together;
 - a start event is a phase of its own (attempt check, older attempt's cleanup, `attempt.json`);
-- an end event is two phases: its final files in parallel, then `manifest.json`, so a manifest is only
-  ever written after every entry before it in the stream was written.
+- an end event is two phases: its final files (one task), then `manifest.json`, so a manifest is
+  only ever written after every entry before it in the stream was written.
 
 Steps and end events of an attempt older than the recorded one are dropped; the
 recorded attempt is read once per batch (the caller holds the trajectory's lock, so only this batch can
@@ -25,6 +25,7 @@ from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 
 from common.events import EpisodeEvent, StepEvent
+from common.objectstore import ObjectStore
 from services.storage_sink.writer import Put, TrajectoryWriter
 
 log = logging.getLogger(__name__)
@@ -136,18 +137,27 @@ class TrajectoryBatch:
         return self._run([(entry, [manifest])], outcomes)
 
     def _run(self, jobs: list[tuple[Entry, list[Put]]], outcomes: dict[bytes, Outcome]) -> bool:
-        """Run every put of `jobs` on the pool and wait for all; an entry is written when all its puts
-        were. True when the trajectory may go on (no entry left pending)."""
-        futures: list[tuple[Entry, list[Future[None]]]] = [
-            (entry, [self.pool.submit(put.run, self.writer.store) for put in puts]) for entry, puts in jobs]
+        """Run the puts of `jobs` on the pool, one task per entry (its puts one after the other), and wait
+        for all; an entry is written when all its puts were. True when the trajectory may go on (no
+        entry left pending). One task per entry rather than per put: each hand-off to the pool costs a
+        future, a queue put and a thread wake-up (CPU the sink is short of), and the entries of a phase
+        are enough to keep the workers' fsyncs overlapping."""
+        store = self.writer.store
+        futures = [(entry, self.pool.submit(_put_all, store, puts)) for entry, puts in jobs]
         go_on = True
-        for entry, pending in futures:
-            errors = [exc for future in pending if (exc := _error(future)) is not None]
-            if errors:
-                go_on = self._fail(entry, errors[0], outcomes) and go_on
+        for entry, future in futures:
+            error = _error(future)
+            if error is not None:
+                go_on = self._fail(entry, error, outcomes) and go_on
             else:
                 outcomes[entry.entry_id] = Outcome.WRITTEN
         return go_on
+
+
+def _put_all(store: ObjectStore, puts: list[Put]) -> None:
+    """Write `puts` in order; stops at the first that raises (the entry is not written either way)."""
+    for put in puts:
+        put.run(store)
 
 
 def _error(future: Future[None]) -> Exception | None:
