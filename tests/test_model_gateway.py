@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
@@ -17,8 +18,9 @@ import httpx
 import pytest
 
 from common.polling import free_port, http_ok, wait_until
+from services.model_gateway.body import ClientGone, RequestBody
 from services.model_gateway.replicas import ReplicaPool, replica_id
-from services.model_gateway.routing import ConsistentRouter, session_key
+from services.model_gateway.routing import ConsistentRouter, body_session_key, header_session_key, session_key
 from services.model_gateway.server import create_app as create_gateway
 from services.model_gateway.settings import GatewaySettings
 from services.scripted_policy.server import create_app as create_policy
@@ -66,13 +68,22 @@ def states(gw: str) -> dict[str, dict]:
 
 def test_session_key_precedence_and_cheap_scans() -> None:
     body = json.dumps(chat(user="u-1")).encode()
-    assert session_key({"x-episode-id": "e", "x-session-id": "s"}, body) == "e"
-    assert session_key({"x-session-id": "s"}, body) == "s"
-    assert session_key({}, body) == "u-1"
-    assert session_key({}, json.dumps(chat()).encode()) is None  # "role": "user" is not a user field
-    assert session_key({}, b'{"user": broken') is None
+    reads: list[int] = []
+
+    async def read() -> bytes:
+        reads.append(1)
+        return body
+
+    assert asyncio.run(session_key({"x-episode-id": "e", "x-session-id": "s"}, read)) == "e"
+    assert asyncio.run(session_key({"x-session-id": "s"}, read)) == "s"
+    assert not reads  # a session header: the body is not read
+    assert asyncio.run(session_key({}, read)) == "u-1" and len(reads) == 1
+    assert header_session_key({}) is None
+    assert body_session_key(body) == "u-1"
+    assert body_session_key(json.dumps(chat()).encode()) is None  # "role": "user" is not a user field
+    assert body_session_key(b'{"user": broken') is None
     # A user message quoting a user field is escaped inside the JSON string: no match.
-    assert session_key({}, json.dumps(chat('say {"user": "x"}')).encode()) is None
+    assert body_session_key(json.dumps(chat('say {"user": "x"}')).encode()) is None
 
 
 def test_router_pins_migrates_and_expires() -> None:
@@ -292,10 +303,6 @@ def test_python_dash_m_serves(replicas: list[str]) -> None:
 
 
 def test_request_body_relays_in_writes_of_at_least_min_write_and_replays_for_a_retry() -> None:
-    import asyncio
-
-    from services.model_gateway.body import ClientGone, RequestBody
-
     parts = [bytes([i]) * 100_000 for i in range(5)]
 
     def receiver(messages: list[dict]) -> Any:

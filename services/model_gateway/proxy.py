@@ -36,7 +36,7 @@ from common.versions import VersionRequirement, requirement_from_headers
 from services.model_gateway.auth import bearer, token_ok
 from services.model_gateway.body import ClientGone, RequestBody
 from services.model_gateway.replicas import Replica
-from services.model_gateway.routing import body_session_key, header_session_key
+from services.model_gateway.routing import session_key
 from services.model_gateway.state import GatewayState, get_state
 
 log = logging.getLogger(__name__)
@@ -204,9 +204,7 @@ async def forward(request: Request, path: str, state: GatewayState) -> Response:
         body = RequestBody(request.receive)
         await body.first()
         headers = forward_headers(request)
-        key = header_session_key(request.headers)
-        if key is None:  # the `user` member may be anywhere in the body: wait for all of it
-            key = body_session_key(await body.read())
+        key = await session_key(request.headers, body.read)  # no session header: the whole body is read
         # A body still arriving is relayed as it comes (and its length announced, when the client did).
         relay_upload = not body.complete
         if relay_upload and "content-length" in request.headers:

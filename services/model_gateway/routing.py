@@ -20,7 +20,7 @@ import math
 import re
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 
 from services.model_gateway.replicas import Replica, ReplicaPool
 
@@ -29,12 +29,10 @@ from services.model_gateway.replicas import Replica, ReplicaPool
 _USER_FIELD = re.compile(rb'"user"\s*:\s*"([^"\\]{1,256})"')
 
 
-def session_key(headers: Mapping[str, str], body: bytes) -> str | None:
-    """`X-Episode-Id`, else `X-Session-Id`, else the body's `"user": "<id>"` member, else None.
-
-    The body is scanned with a byte regex, never JSON-parsed (it may be megabytes, on the event loop).
-    """
-    return header_session_key(headers) or body_session_key(body)
+async def session_key(headers: Mapping[str, str], read_body: Callable[[], Awaitable[bytes]]) -> str | None:
+    """`header_session_key`, else `body_session_key` of the body `read_body()` returns: the body is read
+    (whole) only when no header names the session."""
+    return header_session_key(headers) or body_session_key(await read_body())
 
 
 def header_session_key(headers: Mapping[str, str]) -> str | None:
@@ -47,7 +45,8 @@ def header_session_key(headers: Mapping[str, str]) -> str | None:
 
 
 def body_session_key(body: bytes) -> str | None:
-    """The body's `"user": "<id>"` member (a byte scan, no JSON parse), else None."""
+    """The body's `"user": "<id>"` member, else None: a byte regex, never a JSON parse (the body may be
+    megabytes, on the event loop)."""
     if b'"user"' not in body:
         return None
     match = _USER_FIELD.search(body)
