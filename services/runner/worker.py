@@ -18,6 +18,7 @@ import time
 import redis
 from rq import Queue, SimpleWorker, Worker
 from rq.job import Job
+from rq.worker.base import BaseWorker
 
 import services.runner.job as rollout_job  # loaded before forking: work-horses inherit it, never import it
 from common import httpclient, keys
@@ -44,25 +45,23 @@ def preload() -> None:
     httpclient.warm_up()
 
 
-class RolloutWorker(Worker):
-    """RQ's forking worker that notes when it picks each job, before forking its work-horse (the
-    start of the attempt's `startup_ms`, see `services.runner.outcome.TIMING_KEYS`)."""
+class PickNoting(BaseWorker):
+    """Notes when the worker picks each job, before it runs it (the start of the attempt's `startup_ms`,
+    see `services.runner.outcome.TIMING_KEYS`). Mixed in before an RQ worker class."""
 
     def execute_job(self, job: Job, queue: Queue) -> None:
-        """Note the pick, then fork the work-horse and watch it (RQ's `execute_job`)."""
+        """Note the pick, then run the job as the RQ worker class after this one does."""
         rollout_job.note_picked()
         super().execute_job(job, queue)
 
 
-class InlineRolloutWorker(SimpleWorker):
+class RolloutWorker(PickNoting, Worker):
+    """RQ's forking worker (`RUNNER_EXECUTION=fork`): a work-horse process per rollout."""
+
+
+class InlineRolloutWorker(PickNoting, SimpleWorker):
     """RQ's `SimpleWorker` (`RUNNER_EXECUTION=inline`): runs each rollout in the worker process itself,
-    no work-horse; notes the pick like `RolloutWorker`. RQ's job timeout still applies (SIGALRM in the
-    worker's main thread)."""
-
-    def execute_job(self, job: Job, queue: Queue) -> None:
-        """Note the pick, then run the job here (RQ's `SimpleWorker.execute_job`)."""
-        rollout_job.note_picked()
-        super().execute_job(job, queue)
+    no work-horse. RQ's job timeout still applies (SIGALRM in the worker's main thread)."""
 
 
 def run_worker(settings: RunnerSettings | None = None) -> bool:
