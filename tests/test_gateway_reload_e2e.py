@@ -37,7 +37,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
     scripts = tmp_path_factory.mktemp("scripts")
     shutil.copytree(ROOT / "examples" / "scripts", scripts, dirs_exist_ok=True)
     config = StackConfig(
-        work_dir=tmp_path_factory.mktemp("stack"), scripts_dir=scripts, envs=2, runners=2, replicas=3,
+        work_dir=tmp_path_factory.mktemp("stack"), scripts_dir=scripts, envs=4, runners=4, replicas=3,
         policy_latency_ms=150,
         extra_env={"POLICY_RELOAD_MS": "2500", "GATEWAY_RELOAD_METHOD": "vllm_lora",
                    "GATEWAY_HEALTH_INTERVAL_S": "0.5", "PRODUCER_RETRY_INTERVALS_S": "[0]"},
@@ -46,7 +46,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
         yield running
 
 
-@pytest.mark.timeout(1200)  # 40 rollouts on 2 desktops: minutes on a loaded 2-core machine
+@pytest.mark.timeout(1200)  # 40 rollouts on 4 desktops: minutes on a loaded 2-core machine
 def test_reload_mid_run_fails_nothing_and_every_step_has_its_exact_version(stack: LocalStack) -> None:
     tasks = [load_task_file(path) for path in FAST_TASKS]
     assert len(tasks) * ROLLOUTS_PER_TASK == 40

@@ -71,7 +71,7 @@ def test_every_osworld_domain_has_two_tasks_scripted_to_reward_one() -> None:
 def osworld_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """One run of every example OSWorld task (one rollout each) on a local stack."""
     config = StackConfig(work_dir=tmp_path_factory.mktemp("osworld-stack"), scripts_dir=ROOT / "examples" / "scripts",
-                         envs=2, runners=2, replicas=1, max_infra_retries=1,
+                         envs=4, runners=4, replicas=1, max_infra_retries=1,
                          fixtures_dir=ROOT / "examples" / "fixtures")
     tasks = [task.to_json_dict() for task in load_task_set(OSWORLD_EXAMPLES).tasks]
     with LocalStack(config) as stack, httpx.Client(base_url=stack.producer_url, timeout=30) as client:
