@@ -176,6 +176,7 @@ def test_exit_2_with_one_line_for_usage_and_connection_errors(producer: dict[str
         ("cancel",): "Missing argument",
         ("watch", "x", "--bogus"): "No such option: --bogus",
         ("submit", "/nonexistent/tasks"): "/nonexistent/tasks",
+        ("demo", "--tasks", "/nonexistent/tasks"): "/nonexistent/tasks",
         ("up", "--policy-url", "localhost:8000"): "--policy-url 'localhost:8000': must be an http://",
         ("up", "--redis-url", "redis://127.0.0.1:1/0"): "--redis-url 'redis://127.0.0.1:1/0': cannot reach",
         ("up", "--policy-url", "http://127.0.0.1:1", "--latency-ms", "50"): "--latency-ms",

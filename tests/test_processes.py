@@ -10,12 +10,32 @@ from pathlib import Path
 import pytest
 
 from common.polling import GiveUp, wait_until
-from common.processes import stop_child
+from common.processes import stop_child, stop_children
 from services.cli.processes import ManagedProcess
 
 # A child that ignores SIGTERM, so only the SIGKILL after the grace period ends it.
 _STUBBORN = ("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
              "print('up', flush=True); time.sleep(60)")
+
+
+# A child that takes a second to shut down on SIGTERM and notes when the signal came and when it left.
+_SLOW_TO_STOP = ("import signal, sys, time\n"
+                 "def stop(*_):\n"
+                 "    print('term', time.time(), flush=True); time.sleep(1.0); print('exit', time.time(), flush=True)\n"
+                 "    sys.exit(0)\n"
+                 "signal.signal(signal.SIGTERM, stop); print('up', flush=True); time.sleep(60)")
+
+
+def test_stop_children_signals_every_child_before_waiting_for_any() -> None:
+    children = [subprocess.Popen([sys.executable, "-c", _SLOW_TO_STOP], stdout=subprocess.PIPE) for _ in range(3)]
+    for child in children:
+        assert child.stdout is not None and child.stdout.readline() == b"up\n"  # handler installed
+    stop_children(children, grace_s=10.0)
+    assert [child.returncode for child in children] == [0, 0, 0]  # each shut down on its own, no SIGKILL
+    notes = [dict(line.split() for line in child.stdout.read().decode().splitlines())  # type: ignore[union-attr]
+             for child in children]
+    # Sequential stops would signal the second child only after the first had exited (>= 1 s later).
+    assert max(float(n["term"]) for n in notes) < min(float(n["exit"]) for n in notes)
 
 
 @pytest.mark.parametrize("kill_group", [False, True])

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from common.polling import GiveUp, http_ok, wait_until
-from common.processes import stop_child
+from common.processes import stop_child, stop_children
 
 
 @dataclass
@@ -74,3 +74,9 @@ class ManagedProcess:
         """
         if self.process is not None:
             stop_child(self.process, timeout_s, kill_group=True)
+
+
+def stop_all(processes: list[ManagedProcess], timeout_s: float = 10.0) -> None:
+    """`ManagedProcess.stop` for several children at once (SIGTERM to all, then wait for each;
+    `common.processes.stop_children`)."""
+    stop_children([p.process for p in processes if p.process is not None], timeout_s, kill_group=True)

@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import shutil
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from common.envpool import EnvPool, env_id_for_url
 from common.polling import GiveUp, free_port, wait_until
 from common.redis_server import RedisServerProcess
 from common.service import redis_client
-from services.cli.processes import ManagedProcess
+from services.cli.processes import ManagedProcess, stop_all
 from services.desktop_env.launcher import LocalEnvLauncher
 from services.runner.envs.static import expand_urls
 from services.runner.osworld import url_cache
@@ -170,7 +171,22 @@ class LocalStack:
             self.redis_url = self.redis_server.url
         if cfg.fixtures_dir is not None:
             seed_url_cache(cfg.fixtures_dir, self.work_dir / "cache")
-        self._start_envs()
+        # The desktops boot while the services' processes import (each takes seconds, mostly waiting).
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="stack-envs") as pool:
+            envs = pool.submit(self._start_envs)
+            try:
+                self._spawn_services()
+            finally:
+                wait([envs])  # `stop()` must see the launcher before the stack stops on an error
+            envs.result()
+        for process in self.processes:
+            process.wait_healthy(timeout_s)
+        self._wait_for_workers(timeout_s)
+
+    def _spawn_services(self) -> None:
+        """Spawn the scripted replicas (unless given), gateway, producer, sink and runners, not waiting
+        for them to be healthy."""
+        cfg = self.config
         replica_urls = cfg.policy_urls or self._start_scripted_replicas()
 
         gateway_port = cfg.gateway_port or free_port()
@@ -197,10 +213,6 @@ class LocalStack:
         for i in range(cfg.runners):
             self._spawn(f"runner-{i}", "services.runner", runner_env(cfg, self.gateway_url, self.work_dir / "cache"),
                         None)
-
-        for process in self.processes:
-            process.wait_healthy(timeout_s)
-        self._wait_for_workers(timeout_s)
 
     def _start_envs(self) -> None:
         """Register the given env URLs (DNS names expanded), or start `envs` local desktops and register them."""
@@ -272,12 +284,14 @@ class LocalStack:
         return dead
 
     def stop(self) -> None:
-        """Stop every child in reverse start order, then the envs and the private Redis."""
-        for process in reversed(self.processes):
+        """Stop the runners (all at once: they may still publish), then every other child at once, then
+        the envs and the private Redis."""
+        runners = [p for p in self.processes if p.module == "services.runner"]
+        for tier in (runners, [p for p in self.processes if p not in runners]):
             try:
-                process.stop()
+                stop_all(tier)
             except Exception as exc:  # keep stopping the others
-                log.warning("stopping %s failed: %s", process.name, exc)
+                log.warning("stopping %s failed: %s", ", ".join(p.name for p in tier), exc)
         self.processes.clear()
         if self.env_launcher is not None:
             self._unregister(self.env_urls)  # a shared Redis must not keep envs that are gone

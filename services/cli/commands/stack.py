@@ -174,6 +174,9 @@ def export_demo_run(producer_url: str, run_id: str, rollouts: int, out_dir: Path
 @app.command()
 def demo(
     rollouts: Annotated[int, typer.Option(min=1, help="rollouts per task")] = 1,
+    tasks: Annotated[list[Path] | None, typer.Option(
+        "--tasks", help="task files, directories or OSWorld indexes to run instead of all of examples/tasks "
+                        "(repeatable; their scripts must be in examples/scripts)")] = None,
     envs: Annotated[int, typer.Option(min=1, help="desktop envs")] = 2,
     runners: Annotated[int, typer.Option(min=1, help="runner workers")] = 2,
     work_dir: Annotated[Path, typer.Option(help="where logs and trajectories go")] = Path(".cua/demo"),
@@ -181,13 +184,15 @@ def demo(
     keep_running: Annotated[bool, typer.Option("--keep-running",
                                                help="keep the stack (and its dashboard) up until Ctrl+C")] = False,
 ) -> None:
-    """Start the stack, submit `examples/` over HTTP, show progress and results, export the run for
-    training, print the dashboard's URL, shut down (or keep running with `--keep-running`).
+    """Start the stack, submit `examples/` (or `--tasks`) over HTTP, show progress and results, export the
+    run for training, print the dashboard's URL, shut down (or keep running with `--keep-running`).
 
-    Exits 1 when a rollout ends differently from what its script expects."""
+    Exits 1 when a rollout ends differently from what its script expects; 2 for a task path that
+    cannot be loaded."""
     from services.cli.stack import LocalStack, StackConfig
 
-    tasks = load_tasks(EXAMPLES / "tasks")
+    with usage_errors():
+        task_list = [task for path in (tasks or [EXAMPLES / "tasks"]) for task in load_tasks(path)]
     expected = load_expectations(EXAMPLES / "scripts")
     shutil.rmtree(work_dir / "trajectories", ignore_errors=True)
     config = StackConfig(work_dir=work_dir, scripts_dir=EXAMPLES / "scripts", envs=envs, runners=runners,
@@ -195,9 +200,9 @@ def demo(
     console.print(f"starting the stack: redis, {envs} desktop envs, 2 scripted policy replicas, gateway, "
                   f"producer, {runners} runners, sink ...")
     with usage_errors(), LocalStack(config) as stack, ProducerClient(stack.producer_url) as client:
-        result = client.submit(tasks, rollouts_per_task=rollouts, max_steps=15)
+        result = client.submit(task_list, rollouts_per_task=rollouts, max_steps=15)
         run_id = result["run_id"]
-        console.print(f"submitted {len(tasks)} tasks x {rollouts} rollouts over HTTP as run {run_id} "
+        console.print(f"submitted {len(task_list)} tasks x {rollouts} rollouts over HTTP as run {run_id} "
                       f"(POST {stack.producer_url}/v1/runs)")
         run = watch_run(client, run_id, timeout, console)
         console.print(rollout_table(run, expected))
