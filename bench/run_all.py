@@ -7,7 +7,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import env_pod, gateway_overhead, pipeline, settle_and_typing, sink  # noqa: E402
+from bench import demo, env_pod, gateway_overhead, pipeline, settle_and_typing, sink  # noqa: E402
 
 if __name__ == "__main__":
     print("== gateway overhead (loopback, scripted replica with no model latency)")
@@ -20,3 +20,5 @@ if __name__ == "__main__":
     sink.main([])
     print("\n== pipeline ceiling (null envs, zero-latency policy; 1, 2 and 4 runners per env)")
     pipeline.main([])
+    print("\n== make demo end to end: issue 13's commit vs this checkout on the same tasks")
+    demo.main([])
