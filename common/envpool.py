@@ -28,11 +28,15 @@ from common import keys
 from common.envflavor import EnvFlavor
 
 # Release and renew only if we still own the lease (compare-and-delete / compare-and-expire).
-# KEYS: lease, clean set; ARGV: owner, env id, "1" to mark the env clean.
+# A release also pushes its number to the freed list, waking one leaser blocked on it (`EnvPool.lease`).
+# KEYS: lease, clean set, freed list, freed counter; ARGV: owner, env id, "1" to mark the env clean.
 _RELEASE_LUA = """
 if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end
 if ARGV[3] == '1' then redis.call('sadd', KEYS[2], ARGV[2]) end
-return redis.call('del', KEYS[1])
+redis.call('del', KEYS[1])
+redis.call('lpush', KEYS[3], redis.call('incr', KEYS[4]))
+redis.call('ltrim', KEYS[3], 0, 63)
+return 1
 """
 _RENEW_LUA = """
 if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end
@@ -142,18 +146,31 @@ class EnvPool:
     def lease(self, owner: str, ttl_ms: int, wait_s: float, poll_s: float = 0.2,
               avoid: Collection[str] = (), provider: str | None = None) -> Lease:
         """Lease an env (of `provider` when given; preferring envs not in `avoid`, see `try_lease`),
-        polling until one is free. Raises: NoEnvAvailable after `wait_s` seconds."""
+        waiting until one is free: woken by the next `release` (`keys.ENV_FREED`), and trying again
+        at least every `poll_s` seconds (an env also frees up when a dead owner's lease expires, or
+        is registered). Raises: NoEnvAvailable after `wait_s` seconds."""
         deadline = time.monotonic() + wait_s
         while True:
+            seen = int(self.client.get(keys.ENV_FREED_SEQ) or 0)  # type: ignore[arg-type]
             lease = self.try_lease(owner, ttl_ms, avoid, provider)
             if lease is not None:
                 return lease
-            if time.monotonic() >= deadline:
+            left = deadline - time.monotonic()
+            if left <= 0:
                 raise NoEnvAvailable(
                     f"no env free after {wait_s:.0f}s ({len(self.envs())} registered); "
                     "start more envs or runners wait longer (RUNNER_LEASE_WAIT_S)"
                 )
-            time.sleep(poll_s)
+            self._wait_for_release(seen, min(poll_s, left))
+
+    def _wait_for_release(self, seen: int, timeout_s: float) -> None:
+        """Block up to `timeout_s` seconds for a release numbered above `seen` (one made after the
+        caller last looked for a free env); older releases still listed are dropped on the way."""
+        until = time.monotonic() + timeout_s
+        while (left := until - time.monotonic()) > 0:
+            popped = self.client.blpop([keys.ENV_FREED], timeout=max(left, 0.001))
+            if popped is None or int(popped[1]) > seen:  # type: ignore[index]
+                return
 
     def claim(self, env_id: str, owner: str, ttl_ms: int) -> bool:
         """Take the lease of `env_id` for `owner` (SET NX PX), registered or not; False when held."""
@@ -176,7 +193,7 @@ class EnvPool:
     def release(self, lease: Lease, clean: bool = False) -> None:
         """Give the env back (only if we still own the lease); `clean=True` when it was reset after
         its rollout, so its next leaser skips the reset (see `take_clean`)."""
-        self._release(keys=[keys.env_lease(lease.env.env_id), keys.ENV_CLEAN],
+        self._release(keys=[keys.env_lease(lease.env.env_id), keys.ENV_CLEAN, keys.ENV_FREED, keys.ENV_FREED_SEQ],
                       args=[lease.owner, lease.env.env_id, "1" if clean else "0"])
 
     def take_clean(self, lease: Lease) -> bool:

@@ -23,6 +23,11 @@ ENV_REGISTRY = f"{PREFIX}:envs"
 ENV_UNHEALTHY = f"{PREFIX}:envs:unhealthy"
 #: Set of env ids reset right after their last release and not leased since: handed out without a reset.
 ENV_CLEAN = f"{PREFIX}:envs:clean"
+#: List of release numbers, one pushed each time `EnvPool.release` frees an env (newest first, the last
+#: 64 kept): a leaser waiting for an env blocks on it (BLPOP) instead of sleeping between polls.
+ENV_FREED = f"{PREFIX}:envs:freed"
+#: Counter numbering the releases pushed to `ENV_FREED`.
+ENV_FREED_SEQ = f"{PREFIX}:envs:freed:seq"
 #: Held (SET NX PX) by the runner whose reaper runs a round, so rounds of several runners never overlap.
 REAPER_LOCK = f"{PREFIX}:reaper:lock"
 

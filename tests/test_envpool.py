@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
 import redis
 
+from common import keys
 from common.envpool import EnvPool, LeaseKeeper, NoEnvAvailable
 from common.polling import wait_until
 
@@ -69,3 +71,34 @@ def test_lease_prefers_envs_not_avoided_and_falls_back_to_them(pool: EnvPool) ->
     assert retry is not None and retry.env == second  # the env of the failed attempt is passed over
     fallback = pool.lease("rollout-b#2", 10_000, wait_s=1, avoid={first.env_id})
     assert fallback.env == first  # the only free env, avoided or not: no waiting for another one
+
+
+def test_a_waiting_leaser_is_woken_by_the_release_not_by_its_poll(pool: EnvPool) -> None:
+    pool.register("http://10.0.0.1:5000", "static")
+    held = pool.lease("rollout-a", ttl_ms=60_000, wait_s=1)
+    got: list[tuple[str, float]] = []
+
+    def wait_for_env() -> None:
+        start = time.monotonic()
+        lease = pool.lease("rollout-b", ttl_ms=60_000, wait_s=60, poll_s=30)  # one poll would take 30 s
+        got.append((lease.owner, time.monotonic() - start))
+
+    waiter = threading.Thread(target=wait_for_env, daemon=True)
+    waiter.start()
+    wait_until(lambda: b"cmd=blpop" in pool.client.execute_command("CLIENT", "LIST"), 10, "the waiter to block")
+    pool.release(held)
+    waiter.join(timeout=25)
+    assert got and got[0][0] == "rollout-b"
+    assert got[0][1] < 25  # woken by the release: its poll would have slept 30 s
+
+
+def test_releases_nobody_waits_for_are_bounded_and_do_not_wake_a_later_leaser(pool: EnvPool) -> None:
+    pool.register("http://10.0.0.1:5000", "static")
+    for i in range(100):
+        pool.release(pool.lease(f"rollout-{i}", ttl_ms=60_000, wait_s=1))
+    assert pool.client.llen(keys.ENV_FREED) == 64  # the newest 64 kept
+    held = pool.lease("rollout-x", ttl_ms=60_000, wait_s=1)
+    with pytest.raises(NoEnvAvailable):
+        pool.lease("rollout-y", ttl_ms=60_000, wait_s=0.5, poll_s=0.5)
+    assert pool.client.llen(keys.ENV_FREED) == 0  # the stale releases were dropped while it waited
+    pool.release(held)
