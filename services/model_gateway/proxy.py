@@ -146,19 +146,38 @@ UPSTREAM_ERRORS = (aiohttp.ClientError, TimeoutError)
 async def send_unless_gone(body: RequestBody, sending: Awaitable[aiohttp.ClientResponse]
                            ) -> aiohttp.ClientResponse | None:
     """Await the upstream response head; None when the client left first (the upstream request is cancelled,
-    which closes its connection: vLLM aborts a request whose connection closes). Raises: UPSTREAM_ERRORS."""
-    send = asyncio.ensure_future(sending)
+    which closes its connection: vLLM aborts a request whose connection closes). Raises: UPSTREAM_ERRORS.
+
+    The head is awaited in the calling task itself (no task per request, no `asyncio.wait`): a watcher of
+    the client's disconnect cancels this task if the client leaves, and only while it waits here."""
+    current = asyncio.current_task()
+    assert current is not None  # always called from a request's task
+    waiting = True
+    left = False
+
+    def on_disconnect(watcher: asyncio.Future[None]) -> None:
+        nonlocal left
+        if waiting and not watcher.cancelled():  # a callback run after the head arrived must not cancel
+            left = True
+            current.cancel()
+
     gone = asyncio.ensure_future(body.wait_disconnect())
+    gone.add_done_callback(on_disconnect)
     try:
-        await asyncio.wait((send, gone), return_when=asyncio.FIRST_COMPLETED)
+        response = await sending
+    except asyncio.CancelledError:
+        if not left:
+            raise
+        current.uncancel()
+        return None
     finally:
+        waiting = False
         gone.cancel()
-    if send.done():
-        return send.result()
-    send.cancel()
-    with contextlib.suppress(asyncio.CancelledError, *UPSTREAM_ERRORS):
-        await send
-    return None
+    if left:  # the cancel came as the head arrived and was not raised: still, nobody will read it
+        current.uncancel()
+        response.release()
+        return None
+    return response
 
 
 def track(state: GatewayState, replica: Replica) -> Callable[[], None]:
