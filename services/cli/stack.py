@@ -171,7 +171,8 @@ class LocalStack:
             self.redis_url = self.redis_server.url
         if cfg.fixtures_dir is not None:
             seed_url_cache(cfg.fixtures_dir, self.work_dir / "cache")
-        # The desktops boot while the services' processes import (each takes seconds, mostly waiting).
+        # The desktops boot while the services' processes import (seconds each; overlapping them pays where there
+        # are cores to spare: on 2 busy cores the start measured the same, see bench/README.md, demo.py).
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="stack-envs") as pool:
             envs = pool.submit(self._start_envs)
             try:
