@@ -14,7 +14,6 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 from pydantic import BaseModel, Field
-from scipy.stats import binomtest
 
 from common.envtime import ENV_STATES, env_split
 from common.runstate import RolloutRecord
@@ -84,6 +83,8 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[f
         return None
     if not 0 <= successes <= n:
         raise ValueError(f"successes must be in [0, {n}], got {successes}")
+    from scipy.stats import binomtest  # ~0.5 s to import: not at the start of every CLI command
+
     ci = binomtest(successes, n).proportion_ci(confidence_level=confidence, method="wilson")
     return float(ci.low), float(ci.high)
 

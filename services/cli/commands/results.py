@@ -15,7 +15,6 @@ from services.cli.api_client import auth_token
 from services.cli.app import DEFAULT_PRODUCER, JsonOption, ProducerOption, app, console, fail, usage_errors
 from services.cli.export import Format, Level, iter_records, write_export
 from services.cli.results_views import diff_table, flaky_table
-from services.runner.osworld.rescore import rescore_run
 
 
 def _client(producer: str) -> RolloutClient:
@@ -76,6 +75,8 @@ def rescore(
 ) -> None:
     """Score a run's stored trajectories again with the current metrics, from what each evaluation
     read (no episode re-runs); writes score_v<N>.json beside each reward and lists what changed."""
+    from services.runner.osworld.rescore import rescore_run  # the OSWorld evaluation layer: only for rescore
+
     settings = ObjectStoreSettings(store_url=store_url) if store_url else ObjectStoreSettings()
     with usage_errors():
         results = rescore_run(open_store(settings), run_id)
