@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import IO
 
 from common.polling import free_port, http_ok
-from common.processes import stop_child
+from common.processes import stop_child, stop_children
 from services.desktop_env import envvars, netns, sandbox
 from services.desktop_env.netns import EnvNetwork
 from services.desktop_env.session import display_in_use
@@ -223,11 +223,9 @@ class LocalEnvLauncher:
         """SIGTERM every env process this launcher started (by PID) and wait for each; SIGKILL
         after 15 s. Idempotent."""
         envs, self._spawned, self._ready = self._spawned, [], []
+        stop_children([env.process for env in envs], grace_s=15.0)  # all at once, then each waited for
         for env in envs:
-            if env.process.poll() is None:
-                env.process.terminate()
-        for env in envs:
-            self._terminate(env)
+            self._terminate(env)  # the process has exited: closes its log, releases its network
 
     def __enter__(self) -> LocalEnvLauncher:
         self.start()
