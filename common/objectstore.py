@@ -154,7 +154,11 @@ class LocalDirStore:
         path = self._remembered(directory)
         if path is not None:
             return path
-        return self._verify(key, directory, os.path.join(self._root, directory) if directory else self._root)
+        return self._verify(key, directory, self._absolute(directory))
+
+    def _absolute(self, directory: str) -> str:
+        """The absolute path of a key directory ('' is the root)."""
+        return os.path.join(self._root, directory) if directory else self._root
 
     def _remembered(self, directory: str) -> str | None:
         """The path of `directory` when it is remembered and one `stat` of it finds the very directory
@@ -162,7 +166,7 @@ class LocalDirStore:
         known = self._dirs.get(directory)
         if known is None:
             return None
-        path = os.path.join(self._root, directory) if directory else self._root
+        path = self._absolute(directory)
         try:
             found = os.stat(path)
         except OSError:  # removed, or a component is no longer a directory
