@@ -87,9 +87,8 @@ def main(argv: list[str] | None = None) -> None:
     before, after = statistics.median(times["before"]), statistics.median(times["after"])
     print(f"\n{len(task_files)} tasks ({args.before}'s examples/tasks), {args.rollouts} rollouts each")
     print("| demo | runs s | median s |\n|---|---|---|")
-    for name, median in (("before " + args.before, before), ("after (this checkout)", after)):
-        runs = times[name.split()[0]]
-        print(f"| {name} | {' / '.join(f'{t:.1f}' for t in runs)} | {median:.1f} |")
+    for name, label, median in (("before", f"before {args.before}", before), ("after", "after (this checkout)", after)):
+        print(f"| {label} | {' / '.join(f'{t:.1f}' for t in times[name])} | {median:.1f} |")
     print(f"before/after: {before / after:.2f}x (target >= 1.5x)")
 
 
