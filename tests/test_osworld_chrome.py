@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
+from common import url_cache
 from common.task import SetupStep
-from services.runner.osworld import SetupContext, SetupError, getters, run_setup, setup, url_cache
+from services.runner.osworld import SetupContext, SetupError, getters, run_setup, setup
 from services.runner.osworld.chrome_profile import HISTORY
 from services.runner.osworld.requirements import INTERNET, resolve
 from services.runner.osworld.setup.chrome import EMPTY_HISTORY_URL, chrome_timestamp

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from services.runner.osworld import EvalError, get_state, url_cache
+from common import url_cache
+from services.runner.osworld import EvalError, get_state
 from tests.test_osworld_eval import eval_ctx, write
 from tests.test_osworld_setup import URL, FakeEnv, FakeResult, TransportDown
 

@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
+from common import url_cache
 from common.task import OSWorldTask, SetupStep, load_task_file
-from services.runner.osworld import SetupContext, SetupError, run_setup, unsupported_features, url_cache
+from services.runner.osworld import SetupContext, SetupError, run_setup, unsupported_features
 from services.runner.osworld.placeholders import PLACEHOLDERS, placeholder_values, substitute
 
 SHARED_TASKS = Path(__file__).resolve().parents[2] / "shared" / "osworld_tasks"

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import redis
 
+from common import url_cache
 from common.envpool import EnvPool, env_id_for_url
 from common.polling import GiveUp, free_port, wait_until
 from common.redis_server import RedisServerProcess
@@ -28,7 +29,6 @@ from common.service import redis_client
 from services.cli.processes import ManagedProcess, stop_all
 from services.desktop_env.launcher import LocalEnvLauncher
 from services.runner.envs.static import expand_urls
-from services.runner.osworld import url_cache
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +74,7 @@ def seed_url_cache(fixtures_dir: Path, cache_dir: Path) -> int:
     """Copy the files named by every `index.json` under `fixtures_dir` (each maps URL -> file relative
     to its own directory, e.g. `examples/fixtures/osworld/<domain>/index.json`) into `cache_dir`,
     keeping their relative paths, and merge them into the cache's own `index.json` (see
-    `services.runner.osworld.url_cache`); returns how many URLs.
+    `common.url_cache`); returns how many URLs.
 
     Raises: ValueError when `fixtures_dir` holds no index, or an index is unreadable, not a
     URL -> file object, or names a missing file.

@@ -312,7 +312,8 @@ def test_gotoRecreationPage(site: Site, chrome_port: int, tmp_path: Path) -> Non
 # --- history, end to end --------------------------------------------------------------------------------
 
 def test_update_browse_history_then_history_getter(tmp_path: Path) -> None:
-    from services.runner.osworld import chrome_profile, url_cache
+    from common import url_cache
+    from services.runner.osworld import chrome_profile
     from services.runner.osworld.setup.chrome import EMPTY_HISTORY_URL
     from tests.oracle.chrome_fixtures import empty_history
 

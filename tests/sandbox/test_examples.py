@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from common import url_cache
 from common.task import load_task_file
 from services.cli.stack import seed_url_cache
-from services.runner.osworld import url_cache
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 APP_DOMAINS = ("libreoffice_calc", "libreoffice_writer", "chrome", "vlc")

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from services.runner.osworld import url_cache
+from common import url_cache
 from services.runner.osworld.context import EvalContext
 from services.runner.osworld.errors import EvalError
 from services.runner.osworld.getters.base import Getter, work_dir

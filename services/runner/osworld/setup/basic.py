@@ -19,7 +19,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from services.runner.osworld import url_cache
+from common import url_cache
 from services.runner.osworld.context import SetupContext
 from services.runner.osworld.errors import SetupError
 from services.runner.osworld.params import as_bool, require, require_command, require_records, require_str

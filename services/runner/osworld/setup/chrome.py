@@ -22,7 +22,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from services.runner.osworld import cdp, url_cache
+from common import url_cache
+from services.runner.osworld import cdp
 from services.runner.osworld.chrome_profile import HISTORY
 from services.runner.osworld.context import SetupContext
 from services.runner.osworld.errors import SetupError
