@@ -45,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from common.envtime import ENV_STATES, env_split  # noqa: E402
 from common.polling import wait_until  # noqa: E402
+from common.processes import parent_pid  # noqa: E402
 from common.stats import percentile  # noqa: E402
 from common.task import OSWorldTask  # noqa: E402
 from services.cli.api_client import ProducerClient  # noqa: E402
@@ -115,10 +116,22 @@ def service_pids(stack: LocalStack, null_env_pid: int | None) -> dict[str, list[
     pids: dict[str, list[int]] = {"null env": [null_env_pid]} if null_env_pid is not None else {}
     for process in stack.processes:
         if process.process is not None:
-            pids.setdefault(process.name.split("-")[0], []).append(process.process.pid)
+            # The runners are one pool process and its forked workers (services/runner/pool.py): a worker's CPU
+            # (its work-horses' included, once it reaped them) reaches the pool's only when the worker exits.
+            is_runner = process.module == "services.runner"
+            group = pids.setdefault("runner" if is_runner else process.name.split("-")[0], [])
+            group.append(process.process.pid)
+            if is_runner:
+                group += child_pids(process.process.pid)
     if stack.redis_server is not None and stack.redis_server.process is not None:
         pids["redis"] = [stack.redis_server.process.pid]
     return pids
+
+
+def child_pids(pid: int) -> list[int]:
+    """Pids of the live children of process `pid` (from /proc)."""
+    return [int(entry.name) for entry in Path("/proc").iterdir()
+            if entry.name.isdigit() and parent_pid(int(entry.name)) == pid]
 
 
 def cpu_by_service(pids: dict[str, list[int]]) -> dict[str, float]:

@@ -1,10 +1,23 @@
-"""Stopping a child process this program started: SIGTERM, a grace period, then SIGKILL."""
+"""Child processes this program started: stopping them (SIGTERM, a grace period, then SIGKILL), and tying
+a child's life to its parent's (`die_with_parent`)."""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
+
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def die_with_parent(sig: signal.Signals = signal.SIGKILL) -> None:
+    """prctl(PR_SET_PDEATHSIG): the kernel sends `sig` to the caller when its parent exits (Linux).
+    Raises: OSError naming the call when the kernel refuses."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"prctl(PR_SET_PDEATHSIG): {os.strerror(err)}")
 
 
 def stop_child(process: subprocess.Popen[bytes], grace_s: float, kill_group: bool = False) -> None:
@@ -38,3 +51,12 @@ def stop_children(processes: list[subprocess.Popen[bytes]], grace_s: float, kill
             process.terminate()
     for process in processes:
         stop_child(process, grace_s, kill_group)
+
+
+def parent_pid(pid: int) -> int | None:
+    """The parent's pid of process `pid` (from /proc), or None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return int(stat.read().rsplit(b")", 1)[1].split()[1])  # after the command name: state, ppid, ...
+    except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
+        return None

@@ -24,6 +24,7 @@ import redis
 from common import url_cache
 from common.envpool import EnvPool, env_id_for_url
 from common.polling import GiveUp, free_port, wait_until
+from common.processes import parent_pid
 from common.redis_server import RedisServerProcess
 from common.service import redis_client
 from services.cli.processes import ManagedProcess, stop_all
@@ -45,7 +46,8 @@ class StackConfig:
     URLs, replacing the `envs` local desktops). `display_base`: first X display number of the local
     desktops (None: spread by pid). `settle_max_s`: the runners' `RUNNER_SETTLE_MAX_S` (None: default).
     `api_token`: the producer's `PRODUCER_API_TOKEN` (default `CUA_TOKEN`, the token the CLI sends);
-    empty: the producer's write routes are open.
+    empty: the producer's write routes are open. `runners`: RQ workers, all in one runner process (its
+    pool, `RUNNER_WORKERS`: one import of the job code for all of them).
     """
 
     work_dir: Path
@@ -211,9 +213,9 @@ class LocalStack:
             "SINK_METRICS_PORT": str(free_port()),
         }, None)
 
-        for i in range(cfg.runners):
-            self._spawn(f"runner-{i}", "services.runner", runner_env(cfg, self.gateway_url, self.work_dir / "cache"),
-                        None)
+        # One process for all the workers: it imports the job code once and forks them (services/runner/pool.py).
+        self._spawn("runners", "services.runner", {**runner_env(cfg, self.gateway_url, self.work_dir / "cache"),
+                                                   "RUNNER_WORKERS": str(cfg.runners)}, None)
 
     def _start_envs(self) -> None:
         """Register the given env URLs (DNS names expanded), or start `envs` local desktops and register them."""
@@ -257,10 +259,12 @@ class LocalStack:
             def registered() -> bool:
                 for process in self.dead_processes():
                     raise GiveUp(f"{process.name} exited:\n{process.log_tail()}")
-                registered_pids = {worker.pid for worker in Worker.all(connection=client)}
-                return ours <= registered_pids  # a shared Redis may list other stacks' workers too
+                # A shared Redis may list other stacks' workers too: count ours, the runner processes or their
+                # forked workers.
+                pids = {worker.pid for worker in Worker.all(connection=client) if worker.pid}
+                return len([pid for pid in pids if pid in ours or parent_pid(pid) in ours]) >= self.config.runners
 
-            wait_until(registered, timeout_s, f"{len(ours)} runner workers to register", interval_s=0.1)
+            wait_until(registered, timeout_s, f"{self.config.runners} runner workers to register", interval_s=0.1)
 
     def dead_processes(self) -> list[ManagedProcess]:
         """Children that exited while the stack should be up."""

@@ -8,7 +8,6 @@ marker, so envs that share a machine never touch each other's processes.
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import os
 import signal
@@ -16,19 +15,18 @@ import subprocess
 import threading
 from collections.abc import Iterable
 
+from common import processes
 from common.polling import DeadlineExceeded, wait_until
 
 log = logging.getLogger(__name__)
 
 MARKER_VAR = "CUA_DESKTOP_ENV"
-_PR_SET_PDEATHSIG = 1
 
 
 def die_with_parent() -> None:
     """`preexec_fn` for the env's core processes (Xvfb, openbox, D-Bus): the kernel sends them
     SIGTERM when the server dies, even by SIGKILL, so they are never orphaned."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    processes.die_with_parent(signal.SIGTERM)
 
 
 def is_alive(pid: int) -> bool:

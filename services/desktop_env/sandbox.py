@@ -30,6 +30,7 @@ from types import FrameType
 from pydantic import BaseModel, ConfigDict
 
 import services
+from common.processes import die_with_parent
 from services.desktop_env import envvars, netns, sandbox_fs, sandbox_user, syscalls
 from services.desktop_env.netns import EnvNetwork
 
@@ -125,7 +126,7 @@ def _init(spec: SandboxSpec, stage: Path, mountinfo: str, joined_fd: int) -> Non
     """The env's PID 1 before it becomes the server: join the netns, build and enter the root, add
     the user, drop to it, exec the server. Never returns; exit 70 with the traceback on failure."""
     try:
-        syscalls.die_with_parent(signal.SIGKILL)
+        die_with_parent(signal.SIGKILL)
         syscalls.setns(str(spec.net.netns_path), syscalls.CLONE_NEWNET)
         os.write(joined_fd, b"j")
         os.close(joined_fd)
@@ -142,7 +143,7 @@ def _init(spec: SandboxSpec, stage: Path, mountinfo: str, joined_fd: int) -> Non
         xdg = sandbox_user.prepare_runtime_dirs(RUNTIME_DIR)
         env = server_environment(spec, xdg)
         sandbox_user.become_user()
-        syscalls.die_with_parent(signal.SIGKILL)  # cleared by the uid change
+        die_with_parent(signal.SIGKILL)  # cleared by the uid change
         os.chdir(sandbox_user.HOME)
         os.execve(sys.executable, [sys.executable, "-m", "services.desktop_env"], env)
     except BaseException:

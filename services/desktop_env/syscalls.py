@@ -1,5 +1,5 @@
 """Thin ctypes wrappers of the Linux calls the sandbox needs and Python 3.11's `os` lacks: unshare,
-setns, mount, umount2, pivot_root, sethostname, prctl(PR_SET_PDEATHSIG).
+setns, mount, umount2, pivot_root, sethostname (prctl PR_SET_PDEATHSIG: `common.processes.die_with_parent`).
 
 Each raises OSError(errno, "<call> <args>: <strerror>") on failure. Linux only (x86_64 / aarch64
 syscall numbers for pivot_root, which glibc does not wrap).
@@ -10,7 +10,6 @@ from __future__ import annotations
 import ctypes
 import os
 import platform
-import signal
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUTS = 0x04000000
@@ -27,7 +26,6 @@ MS_REC = 16384
 MS_PRIVATE = 1 << 18
 MNT_DETACH = 2
 
-_PR_SET_PDEATHSIG = 1
 _SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -82,7 +80,3 @@ def sethostname(name: str) -> None:
     raw = name.encode()
     _check(_libc.sethostname(raw, ctypes.c_size_t(len(raw))), f"sethostname({name!r})")
 
-
-def die_with_parent(sig: signal.Signals = signal.SIGKILL) -> None:
-    """prctl(PR_SET_PDEATHSIG): the kernel sends `sig` to the caller when its parent exits."""
-    _check(_libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")

@@ -41,6 +41,9 @@ class RunnerSettings(ServiceSettings):
     it itself, keeping its connections across rollouts; ~30 ms of fork and exit less per rollout, for
     envs whose steps take milliseconds; a crash of a rollout is then a crash of its worker, which
     another worker's reaper recovers like any dead worker).
+    `workers`: RQ workers in this runner process (`services/runner/pool.py`): above 1, the process imports
+    the job code once and forks that many workers, which share it copy-on-write; each has its own id
+    (`<id>-w<slot>`), Redis connections, env provider and reaper.
     """
 
     model_config = SettingsConfigDict(env_prefix="RUNNER_", extra="ignore", populate_by_name=True)
@@ -86,6 +89,7 @@ class RunnerSettings(ServiceSettings):
     redis_reconnect_s: float = Field(default=600.0, ge=0.0)
     maintenance_interval_s: int = Field(default=60, ge=1)
     metrics_port: int = 9101
+    workers: int = Field(default=1, ge=1)
     queues: str = ""
     with_scheduler: bool = True
     burst: bool = False

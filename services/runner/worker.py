@@ -64,20 +64,32 @@ class InlineRolloutWorker(PickNoting, SimpleWorker):
     no work-horse. RQ's job timeout still applies (SIGALRM in the worker's main thread)."""
 
 
+def prepare_process(settings: RunnerSettings) -> None:
+    """Once per runner process, before any worker runs in it (or is forked from it): logging and `preload`."""
+    setup_logging(settings.log_level)
+    preload()
+
+
 def run_worker(settings: RunnerSettings | None = None) -> bool:
-    """Run a forking RQ worker on the rollout queues until stopped (or drained with RUNNER_BURST).
+    """Run a forking RQ worker on the rollout queues until stopped (or drained with RUNNER_BURST), serving
+    the runner's metrics port (`RUNNER_METRICS_PORT`).
 
     Queue order is high, default, low unless `RUNNER_QUEUES` (comma-separated names) says otherwise.
-    `RUNNER_ID` is set to this worker's id so its work-horses label pods with it.
     Returns RQ's `work()` result. Raises: redis.ConnectionError when Redis stays unreachable for
     longer than `redis_reconnect_s`.
     """
     settings = settings or RunnerSettings()
-    setup_logging(settings.log_level)
+    prepare_process(settings)
+    start_metrics_port(settings.metrics_port, registry=metrics_registry())
+    return work(settings)
+
+
+def work(settings: RunnerSettings) -> bool:
+    """The worker's own part of `run_worker`, also run by each worker of a pool (`services.runner.pool`):
+    env provider, reaper and RQ worker of `settings.id`. `RUNNER_ID` is set to that id so its work-horses
+    label pods with it. Returns and raises as `run_worker`."""
     os.environ["RUNNER_ID"] = settings.id
     rollout_job.use_settings(settings)  # work-horses inherit them instead of parsing the environment per job
-    preload()
-    start_metrics_port(settings.metrics_port, registry=metrics_registry())
     provider_client = redis_client(settings.redis_url)
     provider = make_provider(settings, provider_client)
     provider.start()
