@@ -82,3 +82,24 @@ def test_burst_pool_exits_once_its_workers_drained_the_queues(
         assert log.count("is pid") == 2, log  # two forks, none again: a drained worker is not replaced
     finally:
         pool.stop()
+
+
+def test_stopped_workers_leave_no_scheduler_lock_or_process(
+        redis_url: str, client: redis.Redis, tmp_path: Path) -> None:
+    """The worker holding RQ's scheduler lock kills its scheduler process when it stops (instead of waiting out
+    the scheduler's 1 s sleep) and releases the lock and registration itself, so no lock outlives it."""
+    pool = _pool(redis_url, tmp_path, 2)
+    assert pool.process is not None
+    try:
+        workers = wait_until(lambda: (pids := _live_workers(client, pool.process.pid)) and len(pids) == 2 and pids,
+                             60, "two pooled workers to register")
+        schedulers = wait_until(lambda: [int(p.name) for p in Path("/proc").iterdir()
+                                         if p.name.isdigit() and parent_pid(int(p.name)) in workers],
+                                30, "a worker's RQ scheduler process")
+        assert client.keys("rq:scheduler-lock:*") and client.keys("rq:scheduler:*")
+        pool.process.send_signal(signal.SIGTERM)
+        assert pool.process.wait(timeout=30) == 0
+        assert client.keys("rq:scheduler-lock:*") == [] and client.keys("rq:scheduler:*") == []
+        assert [pid for pid in schedulers if parent_pid(pid) is not None] == []
+    finally:
+        pool.stop()

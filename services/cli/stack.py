@@ -278,6 +278,7 @@ class LocalStack:
                     pool.unregister(env_id_for_url(url))
         except redis.RedisError as exc:  # Redis already gone: nothing left to clean
             log.warning("unregistering the local envs failed: %s", exc)
+
     def restart_dead(self) -> list[ManagedProcess]:
         """Start again every child that exited (a killed runner, sink, replica...): same module, settings
         and log file. Returns the restarted children."""
@@ -289,19 +290,32 @@ class LocalStack:
         return dead
 
     def stop(self) -> None:
-        """Stop the runners (all at once: they may still publish), then every other child at once, then
-        the envs and the private Redis."""
+        """Stop the runners (all at once: they may still publish), then every other child and the envs at
+        once (nothing uses an env once the runners are gone), then the private Redis."""
         runners = [p for p in self.processes if p.module == "services.runner"]
-        for tier in (runners, [p for p in self.processes if p not in runners]):
-            try:
-                stop_all(tier)
-            except Exception as exc:  # keep stopping the others
-                log.warning("stopping %s failed: %s", ", ".join(p.name for p in tier), exc)
-        self.processes.clear()
+        try:
+            _stop_tier(runners)
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="stack-stop-envs") as pool:
+                envs = pool.submit(self._stop_envs)
+                _stop_tier([p for p in self.processes if p not in runners])
+                wait([envs])
+            self.processes.clear()
+            envs.result()
+        finally:
+            if self.redis_server is not None:
+                self.redis_server.stop()
+                self.redis_server = None
+
+    def _stop_envs(self) -> None:
         if self.env_launcher is not None:
             self._unregister(self.env_urls)  # a shared Redis must not keep envs that are gone
             self.env_launcher.stop()
             self.env_launcher = None
-        if self.redis_server is not None:
-            self.redis_server.stop()
-            self.redis_server = None
+
+
+def _stop_tier(processes: list[ManagedProcess]) -> None:
+    """`stop_all`, a failure logged (the stack keeps stopping the others)."""
+    try:
+        stop_all(processes)
+    except Exception as exc:
+        log.warning("stopping %s failed: %s", ", ".join(p.name for p in processes), exc)

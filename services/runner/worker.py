@@ -11,8 +11,10 @@ new RQ worker once Redis answers, for up to `RUNNER_REDIS_RECONNECT_S` seconds o
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import signal
 import time
 
 import redis
@@ -55,11 +57,32 @@ class PickNoting(BaseWorker):
         super().execute_job(job, queue)
 
 
-class RolloutWorker(PickNoting, Worker):
+class PromptSchedulerStop(BaseWorker):
+    """Stops the RQ scheduler process this worker started at once when the worker stops. RQ's own
+    `stop_scheduler` sends SIGTERM, which the scheduler notices only after its 1 s sleep: up to 1 s more
+    for every worker stop (half of a local stack's stop). Killing it is safe: the scheduler moves due jobs
+    to their queue in one Redis transaction (MULTI/EXEC), so each move is done or not; its locks are
+    released here (only those it still owns) so another worker's scheduler takes over at once."""
+
+    def stop_scheduler(self) -> None:
+        """Kill the scheduler process, wait for it, release its locks and registration."""
+        scheduler = self.scheduler
+        process = scheduler._process if scheduler is not None else None
+        if scheduler is None or process is None or not process.pid:
+            return
+        if process.exitcode is None:  # RQ calls this on shutdown and again in teardown: a reaped pid may be reused
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(process.pid, signal.SIGKILL)
+            process.join()
+        scheduler.release_locks()
+        scheduler.register_death()
+
+
+class RolloutWorker(PickNoting, PromptSchedulerStop, Worker):
     """RQ's forking worker (`RUNNER_EXECUTION=fork`): a work-horse process per rollout."""
 
 
-class InlineRolloutWorker(PickNoting, SimpleWorker):
+class InlineRolloutWorker(PickNoting, PromptSchedulerStop, SimpleWorker):
     """RQ's `SimpleWorker` (`RUNNER_EXECUTION=inline`): runs each rollout in the worker process itself,
     no work-horse. RQ's job timeout still applies (SIGALRM in the worker's main thread)."""
 
