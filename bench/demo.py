@@ -9,7 +9,10 @@ task (default 2, the before demo's own default):
 - **before**: the `--before` commit, checked out into a temporary git worktree, running its own
   `python -m services.cli demo` (with this checkout's `.venv`: the same packages for both);
 - **after**: this checkout's `python -m services.cli demo --tasks <file> ...` with exactly the task
-  files the `--before` commit's demo ran (same ids, same scripts in `examples/scripts`).
+  files the `--before` commit's demo ran (same ids), its own defaults (4 envs and 4 runners since
+  f80c745, 2 before) and its own `examples/scripts`: since f80c745 the `os`, `files` and `editor`
+  scripts leave out the `wait()` steps that the runner's screen settle covers (9 of the 11 scripts;
+  bench/README.md gives the figure with the old scripts too).
 
 Each is timed from the command's start to its exit, as a user timing `make demo` would (stack start,
 the run, the export, shutdown); both must exit 0 (every rollout as its script expects). Prints each
