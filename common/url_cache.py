@@ -28,17 +28,26 @@ def cache_key(url: str) -> str:
     return hashlib.sha256(url.encode("utf-8")).hexdigest()
 
 
+def read_index(path: Path, what: str = "URL cache index") -> dict[str, str]:
+    """The URL -> file name object of the index file `path`.
+    Raises: ValueError naming `what` and the path when it is unreadable or not a JSON object."""
+    try:
+        raw = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValueError(f"cannot read {what} {path}: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise ValueError(f"{what} {path} must map URL -> file name")
+    return {str(k): str(v) for k, v in raw.items()}
+
+
 def _index(cache_dir: Path) -> dict[str, str]:
     path = cache_dir / INDEX_FILE
     if not path.is_file():
         return {}
     try:
-        raw = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise CacheMiss(f"cannot read URL cache index {path}: {exc}") from exc
-    if not isinstance(raw, dict):
-        raise CacheMiss(f"URL cache index {path} must map URL -> file name")
-    return {str(k): str(v) for k, v in raw.items()}
+        return read_index(path)
+    except ValueError as exc:
+        raise CacheMiss(str(exc)) from exc
 
 
 def candidates(cache_dir: Path, url: str, basename: str | None = None) -> list[Path]:

@@ -89,12 +89,7 @@ def seed_url_cache(fixtures_dir: Path, cache_dir: Path) -> int:
     merged = json.loads(merged_path.read_text()) if merged_path.is_file() else {}
     seeded = 0
     for index_path in index_paths:
-        try:
-            index = json.loads(index_path.read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise ValueError(f"cannot read fixtures index {index_path}: {exc}") from exc
-        if not isinstance(index, dict):
-            raise ValueError(f"fixtures index {index_path} must map URL -> file name")
+        index = url_cache.read_index(index_path, "fixtures index")
         for url, name in index.items():
             source = index_path.parent / str(name)
             if not source.is_file():
