@@ -18,7 +18,7 @@ from rq import Worker
 from common.polling import free_port, wait_until
 from common.processes import parent_pid
 from services.cli.processes import ManagedProcess
-from services.runner.pool import RESTART_DELAY_S, worker_settings
+from services.runner.pool import MAX_RESTART_DELAY_S, RESTART_DELAY_S, STABLE_S, restart_delay, worker_settings
 from services.runner.settings import RunnerSettings
 
 
@@ -45,6 +45,15 @@ def test_each_worker_has_its_own_id() -> None:
     settings = RunnerSettings(id="pod-a", workers=3)
     assert [worker_settings(settings, slot).id for slot in range(3)] == ["pod-a-w0", "pod-a-w1", "pod-a-w2"]
     assert settings.id == "pod-a"  # the pool's own settings are left as they were
+
+
+def test_restart_delay_doubles_while_a_worker_keeps_dying_early() -> None:
+    delays = [restart_delay(None, 0.1)]
+    for _ in range(8):
+        delays.append(restart_delay(delays[-1], 0.1))
+    assert delays[:3] == [RESTART_DELAY_S, 2 * RESTART_DELAY_S, 4 * RESTART_DELAY_S]
+    assert delays[-1] == MAX_RESTART_DELAY_S
+    assert restart_delay(MAX_RESTART_DELAY_S, STABLE_S) == RESTART_DELAY_S  # it ran long enough: start over
 
 
 def test_pool_forks_registers_replaces_a_killed_worker_and_stops_on_sigterm(

@@ -11,8 +11,8 @@ per slot: the workers share the parent's memory copy-on-write and start in milli
   dies (`common.processes.die_with_parent`).
 - The parent serves the metrics port for all of them (prometheus_client multiprocess mode sums every
   process's files, see `services/runner/multiproc.py`), forks again a worker that dies (after
-  `RESTART_DELAY_S`), and on SIGTERM or SIGINT passes SIGTERM on (each worker's warm RQ shutdown) and
-  exits once every worker has.
+  `restart_delay`: 1 s, doubling up to 60 s while the worker keeps dying within a minute), and on SIGTERM
+  or SIGINT passes SIGTERM on (each worker's warm RQ shutdown) and exits once every worker has.
 - With `RUNNER_BURST`, a worker that drained the queues exits 0 and is not replaced; the parent exits when
   all have.
 """
@@ -35,14 +35,25 @@ from services.runner.worker import prepare_process, work
 
 log = logging.getLogger(__name__)
 
-#: Seconds before a worker that died is forked again (a worker that fails at once must not spin).
+#: Seconds before a worker that died is forked again; doubled, up to `MAX_RESTART_DELAY_S`, while it keeps dying
+#: within `STABLE_S` of its start (a worker that fails at once, e.g. Redis gone for good, must not spin).
 RESTART_DELAY_S = 1.0
+MAX_RESTART_DELAY_S = 60.0
+STABLE_S = 60.0
 _STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT}
 
 
 def worker_settings(settings: RunnerSettings, slot: int) -> RunnerSettings:
     """The settings of worker `slot` (0-based): those of the pool with id `<id>-w<slot>`."""
     return settings.model_copy(update={"id": f"{settings.id}-w{slot}"})
+
+
+def restart_delay(previous_s: float | None, lived_s: float) -> float:
+    """Seconds to wait before forking again a worker that died after `lived_s` seconds, its previous delay
+    being `previous_s` (None: none yet)."""
+    if previous_s is None or lived_s >= STABLE_S:
+        return RESTART_DELAY_S
+    return min(previous_s * 2, MAX_RESTART_DELAY_S)
 
 
 def _run_child(settings: RunnerSettings, slot: int, parent: int) -> None:
@@ -72,6 +83,8 @@ class WorkerPool:
     def __init__(self, settings: RunnerSettings) -> None:
         self.settings = settings
         self.children: dict[int, int] = {}  # pid -> slot
+        self.started: dict[int, float] = {}  # slot -> monotonic time of its last fork
+        self.delays: dict[int, float] = {}  # slot -> its last restart delay (s)
         self.stopping = False
 
     def _fork(self, slot: int) -> None:
@@ -84,6 +97,7 @@ class WorkerPool:
             if pid == 0:
                 _run_child(self.settings, slot, parent)
             self.children[pid] = slot
+            self.started[slot] = time.monotonic()
         finally:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
         log.info("runner %s: worker %d is pid %d", self.settings.id, slot, pid)
@@ -111,9 +125,10 @@ class WorkerPool:
             code = os.waitstatus_to_exitcode(status)
             if self.stopping or (self.settings.burst and code == 0):
                 continue
+            delay = self.delays[slot] = restart_delay(self.delays.get(slot), time.monotonic() - self.started[slot])
             log.warning("runner %s: worker %d (pid %d) exited with %d; forking it again in %.0f s",
-                        self.settings.id, slot, pid, code, RESTART_DELAY_S)
-            time.sleep(RESTART_DELAY_S)
+                        self.settings.id, slot, pid, code, delay)
+            time.sleep(delay)
             if self.stopping:
                 continue
             self._fork(slot)
