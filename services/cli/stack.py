@@ -208,9 +208,9 @@ class LocalStack:
             "SINK_METRICS_PORT": str(free_port()),
         }, None)
 
-        # One process for all the workers: it imports the job code once and forks them (services/runner/pool.py).
-        self._spawn("runners", "services.runner", {**runner_env(cfg, self.gateway_url, self.work_dir / "cache"),
-                                                   "RUNNER_WORKERS": str(cfg.runners)}, None)
+        if cfg.runners:  # one process for all the workers: it imports the job code once and forks them (pool.py)
+            self._spawn("runners", "services.runner", {**runner_env(cfg, self.gateway_url, self.work_dir / "cache"),
+                                                       "RUNNER_WORKERS": str(cfg.runners)}, None)
 
     def _start_envs(self) -> None:
         """Register the given env URLs (DNS names expanded), or start `envs` local desktops and register them."""

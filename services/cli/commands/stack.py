@@ -55,7 +55,7 @@ def stack_config(**options: Any) -> StackConfig:
 @app.command()
 def up(
     envs: Annotated[int, typer.Option(min=1, help="local desktop envs (when no --env-url)")] = 2,
-    runners: Annotated[int, typer.Option(min=1, help="runner worker processes")] = 2,
+    runners: Annotated[int, typer.Option(min=1, help="runner workers (forked by one runner process)")] = 2,
     replicas: Annotated[int, typer.Option(min=1, help="scripted policy replicas (when no --policy-url)")] = 2,
     port: Annotated[int, typer.Option(min=0, max=65535, help="producer port (0: a free one)")] = 8080,
     policy_url: Annotated[list[str] | None, typer.Option(
