@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from common.polling import free_port, http_ok, wait_until  # noqa: E402
-from common.processes import stop_child  # noqa: E402
+from common.processes import child_pids, stop_child  # noqa: E402
 
 NGINX = "/usr/sbin/nginx"
 NGINX_CONF = """
@@ -81,16 +81,8 @@ def process(args: list[str], env: dict[str, str], health: str, log: Path) -> Ite
 
 def cpu_seconds(pid: int) -> float:
     """User + system CPU seconds of process `pid` and its direct children (nginx's worker), from /proc."""
-    pids = [pid]
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                    pids.append(int(entry.name))
-            except (OSError, ValueError, IndexError):
-                continue
     total = 0.0
-    for p in pids:
+    for p in [pid, *child_pids(pid)]:
         try:
             fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:

@@ -45,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from common.envtime import ENV_STATES, env_split  # noqa: E402
 from common.polling import wait_until  # noqa: E402
-from common.processes import parent_pid  # noqa: E402
+from common.processes import child_pids  # noqa: E402
 from common.stats import percentile  # noqa: E402
 from common.task import OSWorldTask  # noqa: E402
 from services.cli.api_client import ProducerClient  # noqa: E402
@@ -126,12 +126,6 @@ def service_pids(stack: LocalStack, null_env_pid: int | None) -> dict[str, list[
     if stack.redis_server is not None and stack.redis_server.process is not None:
         pids["redis"] = [stack.redis_server.process.pid]
     return pids
-
-
-def child_pids(pid: int) -> list[int]:
-    """Pids of the live children of process `pid` (from /proc)."""
-    return [int(entry.name) for entry in Path("/proc").iterdir()
-            if entry.name.isdigit() and parent_pid(int(entry.name)) == pid]
 
 
 def cpu_by_service(pids: dict[str, list[int]]) -> dict[str, float]:

@@ -54,9 +54,14 @@ def stop_children(processes: list[subprocess.Popen[bytes]], grace_s: float, kill
 
 
 def parent_pid(pid: int) -> int | None:
-    """The parent's pid of process `pid` (from /proc), or None once it is gone."""
+    """The parent's pid of process `pid` (from /proc), or None once it is gone (or unreadable)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as stat:
             return int(stat.read().rsplit(b")", 1)[1].split()[1])  # after the command name: state, ppid, ...
-    except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
+    except (OSError, IndexError, ValueError):
         return None
+
+
+def child_pids(pid: int) -> list[int]:
+    """Pids of the live children of process `pid` (from /proc)."""
+    return [int(name) for name in os.listdir("/proc") if name.isdigit() and parent_pid(int(name)) == pid]

@@ -39,6 +39,7 @@ from common.envhealth import readmit_recovered
 from common.envpool import EnvPool
 from common.events import decode_event
 from common.polling import free_port, wait_until
+from common.processes import parent_pid
 from common.redis_server import RedisServerProcess
 from common.run import RolloutJob, make_rollout_id
 from common.runstate import load_rollout
@@ -205,11 +206,7 @@ def test_a_reaper_that_never_saw_a_job_beat_trusts_its_first_beat_marker(redis_u
 
 
 def _is_child(pid: int, parent: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return int(stat.rsplit(")", 1)[1].split()[1]) == parent
+    return parent_pid(pid) == parent
 
 
 def test_a_finished_rollout_run_again_by_rq_is_not_run_twice(make_stack: Any,

@@ -39,14 +39,6 @@ def is_alive(pid: int) -> bool:
         return False
 
 
-def _parent_pid(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            return int(stat.read().rsplit(b")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return None
-
-
 def _session_id(pid: int) -> int | None:
     try:
         with open(f"/proc/{pid}/stat", "rb") as stat:
@@ -91,7 +83,7 @@ def marked_pids(marker: str, exclude: Iterable[int] = (), cmdline_marks: Iterabl
             if marked[pid] is not None:
                 return bool(marked[pid])
             seen.add(pid)
-            parent = _parent_pid(pid)
+            parent = processes.parent_pid(pid)
             if parent is None:
                 return False
             pid = parent
@@ -173,7 +165,7 @@ class ChildRegistry:
         me, reaped = os.getpid(), 0
         with self._lock:
             for pid in _all_pids():
-                if pid in self._children or _parent_pid(pid) != me or is_alive(pid):
+                if pid in self._children or processes.parent_pid(pid) != me or is_alive(pid):
                     continue
                 if skip_session is not None and _session_id(pid) in (skip_session, None):
                     continue

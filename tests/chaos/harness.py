@@ -26,6 +26,7 @@ from common import keys
 from common.envpool import env_id_for_url
 from common.objectstore import S3Store
 from common.polling import free_port, wait_until
+from common.processes import parent_pid
 from common.runstate import load_rollout, summarize_run
 from common.status import RolloutStatus
 from services.cli.stack import LocalStack, StackConfig
@@ -253,11 +254,8 @@ class Chaos:
         job = self._running_job()
         if job is None:
             return None
-        try:
-            parent = int(Path(f"/proc/{job[1]}/stat").read_text().rsplit(")", 1)[1].split()[1])
-        except FileNotFoundError:
-            return None
-        return job[0], job[1], parent
+        parent = parent_pid(job[1])
+        return None if parent is None else (job[0], job[1], parent)
 
     def _fault_worker(self, run_id: str) -> None:
         job_id, horse, parent = wait_until(self._running_job_with_worker, 60, "a running rollout")
