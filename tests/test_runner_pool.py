@@ -105,7 +105,9 @@ def test_stopped_workers_leave_no_scheduler_lock_or_process(
         schedulers = wait_until(lambda: [int(p.name) for p in Path("/proc").iterdir()
                                          if p.name.isdigit() and parent_pid(int(p.name)) in workers],
                                 30, "a worker's RQ scheduler process")
-        assert client.keys("rq:scheduler-lock:*") and client.keys("rq:scheduler:*")
+        # The scheduler registers itself (`rq:scheduler:<name>`) once its process runs: wait for that too.
+        wait_until(lambda: client.keys("rq:scheduler-lock:*") and client.keys("rq:scheduler:*"), 30,
+                   "the scheduler's locks and registration")
         pool.process.send_signal(signal.SIGTERM)
         assert pool.process.wait(timeout=30) == 0
         assert client.keys("rq:scheduler-lock:*") == [] and client.keys("rq:scheduler:*") == []
