@@ -10,12 +10,11 @@ import signal
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 import redis
 from rq import Worker
 
-from common.polling import free_port, wait_until
+from common.polling import free_port, http_ok, wait_until
 from common.processes import parent_pid
 from services.cli.processes import ManagedProcess
 from services.runner.pool import MAX_RESTART_DELAY_S, RESTART_DELAY_S, STABLE_S, restart_delay, worker_settings
@@ -65,7 +64,7 @@ def test_pool_forks_registers_replaces_a_killed_worker_and_stops_on_sigterm(
         first = wait_until(lambda: (pids := _live_workers(client, pool.process.pid)) and len(pids) == 3 and pids,
                            60, "three pooled workers to register")
         # The parent serves the metrics of all its workers.
-        assert httpx.get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10).status_code == 200
+        wait_until(lambda: http_ok(f"http://127.0.0.1:{metrics_port}/metrics"), 30, "the pool's metrics port")
         # Each worker has a process group of its own: killing one's group (it and its RQ scheduler, as the
         # chaos suite kills a worker) leaves its siblings, and the pool forks a new one.
         victim = min(first)
