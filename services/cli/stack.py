@@ -15,7 +15,7 @@ import json
 import logging
 import os
 import shutil
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -172,11 +172,8 @@ class LocalStack:
         # are cores to spare: on 2 busy cores the start measured the same, see bench/README.md, demo.py).
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="stack-envs") as pool:
             envs = pool.submit(self._start_envs)
-            try:
-                self._spawn_services()
-            finally:
-                wait([envs])  # `stop()` must see the launcher before the stack stops on an error
-            envs.result()
+            self._spawn_services()  # raising or not, the pool's exit waits for the envs: `stop()` sees the launcher
+        envs.result()
         for process in self.processes:
             process.wait_healthy(timeout_s)
         self._wait_for_workers(timeout_s)
@@ -293,7 +290,6 @@ class LocalStack:
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="stack-stop-envs") as pool:
                 envs = pool.submit(self._stop_envs)
                 _stop_tier([p for p in self.processes if p not in runners])
-                wait([envs])
             self.processes.clear()
             envs.result()
         finally:
