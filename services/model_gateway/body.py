@@ -71,7 +71,7 @@ class RequestBody:
         """The body from its first byte, in writes of at least `min_write` bytes (the last one may be
         shorter): the chunks received so far, then new ones as they arrive.
 
-        Raises: ClientGone (aiohttp wraps it in a `ClientConnectionError` of the upload; check `gone`).
+        Raises: ClientGone.
         """
         index = 0
         pending: list[bytes] = []

@@ -1,7 +1,7 @@
 """OpenAI-compatible routes of the gateway: `POST /v1/chat/completions`, `POST /v1/completions`, `GET /v1/models`.
 
-- The body is forwarded as raw bytes (never re-serialized: screenshots make bodies megabytes) through one
-  shared `aiohttp.ClientSession` (its C HTTP parser costs a fraction of httpx's per request; see
+- The body is forwarded as raw bytes (never re-serialized: screenshots make bodies megabytes) through the
+  shared `UpstreamClient` (`upstream.py`: kept-alive connections, httptools' C parser; see
   bench/gateway_overhead.py), answers relayed undecoded. A body that is still arriving is relayed while it
   arrives (`body.py`) when the session key comes from a header. Server-sent-event answers (`"stream": true`,
   upstream `Content-Type: text/event-stream`) are relayed chunk by chunk, unchanged; others are returned as
@@ -27,7 +27,6 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 
-import aiohttp
 import httpx
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
@@ -38,6 +37,7 @@ from services.model_gateway.body import ClientGone, RequestBody
 from services.model_gateway.replicas import Replica
 from services.model_gateway.routing import session_key
 from services.model_gateway.state import GatewayState, get_state
+from services.model_gateway.upstream import UpstreamError, UpstreamResponse
 
 log = logging.getLogger(__name__)
 
@@ -140,11 +140,10 @@ async def pick(state: GatewayState, key: str | None, tried: set[str], requiremen
                                                             f"({last_error})"}))
 
 
-UPSTREAM_ERRORS = (aiohttp.ClientError, TimeoutError)
+UPSTREAM_ERRORS = (UpstreamError, TimeoutError)
 
 
-async def send_unless_gone(body: RequestBody, sending: Awaitable[aiohttp.ClientResponse]
-                           ) -> aiohttp.ClientResponse | None:
+async def send_unless_gone(body: RequestBody, sending: Awaitable[UpstreamResponse]) -> UpstreamResponse | None:
     """Await the upstream response head; None when the client left first (the upstream request is cancelled,
     which closes its connection: vLLM aborts a request whose connection closes). Raises: UPSTREAM_ERRORS.
 
@@ -240,15 +239,14 @@ async def forward(request: Request, path: str, state: GatewayState) -> Response:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
-            timeout = aiohttp.ClientTimeout(total=None, sock_connect=min(state.settings.connect_timeout_s, remaining),
-                                            sock_read=min(state.settings.read_timeout_s, remaining))
             release = track(state, replica)
             upstream_started = time.perf_counter()
             try:
-                upstream = await send_unless_gone(body, state.session.post(
-                    f"{replica.url}{path}", data=body.chunks() if relay_upload else await body.read(),
-                    headers=headers, timeout=timeout))
-            except UPSTREAM_ERRORS as exc:
+                upstream = await send_unless_gone(body, state.upstream.post(
+                    replica.url + path, body.chunks if relay_upload else await body.read(), headers,
+                    connect_timeout=min(state.settings.connect_timeout_s, remaining),
+                    read_timeout=min(state.settings.read_timeout_s, remaining)))
+            except (*UPSTREAM_ERRORS, ClientGone) as exc:
                 upstream_s += time.perf_counter() - upstream_started
                 release()
                 if body.gone:  # the upload failed because the client left mid-body: not the replica's fault
@@ -309,11 +307,11 @@ async def forward(request: Request, path: str, state: GatewayState) -> Response:
     return _json_error(state, 503, {"error": f"no healthy replica could serve the request ({last_error})"})
 
 
-async def _relay(upstream: aiohttp.ClientResponse, release: Callable[[], None]) -> AsyncIterator[bytes]:
+async def _relay(upstream: UpstreamResponse, release: Callable[[], None]) -> AsyncIterator[bytes]:
     """Pass an upstream streaming answer through chunk by chunk, unchanged; always close it and release the
     replica."""
     try:
-        async for chunk in upstream.content.iter_any():
+        async for chunk in upstream.iter_chunks():
             yield chunk
     except UPSTREAM_ERRORS as exc:  # bytes already went to the client: no retry possible, end the stream
         log.warning("upstream stream broke: %r", exc)

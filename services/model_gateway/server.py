@@ -12,7 +12,6 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 
-import aiohttp
 import httpx
 from fastapi import FastAPI, Request
 from prometheus_client import CollectorRegistry
@@ -27,6 +26,7 @@ from services.model_gateway.replicas import ReplicaPool
 from services.model_gateway.routing import ConsistentRouter
 from services.model_gateway.settings import GatewaySettings
 from services.model_gateway.state import GatewayMetrics, GatewayState
+from services.model_gateway.upstream import UpstreamClient
 
 log = logging.getLogger(__name__)
 
@@ -82,11 +82,8 @@ def create_app(settings: GatewaySettings | None = None) -> GatewayApp:
             log.warning("GATEWAY_ADMIN_TOKEN is not set: the /admin API is open")
         client = httpx.AsyncClient(timeout=state.timeout, limits=limits)
         state.clients[:] = [client]
-        connector = aiohttp.TCPConnector(limit=settings.max_connections, keepalive_timeout=30.0,
-                                         enable_cleanup_closed=True)
-        session = aiohttp.ClientSession(connector=connector, auto_decompress=False, cookie_jar=aiohttp.DummyCookieJar(),
-                                        skip_auto_headers=("User-Agent",))
-        state.sessions[:] = [session]
+        upstream = UpstreamClient(limit_per_replica=settings.max_connections)
+        state.upstreams[:] = [upstream]
         task = asyncio.create_task(health_loop(state.pool, client, settings.health_interval_s,
                                                settings.health_timeout_s))
         try:
@@ -97,9 +94,9 @@ def create_app(settings: GatewaySettings | None = None) -> GatewayApp:
                 await task
             await state.reloads.stop()
             await client.aclose()
-            await session.close()
+            upstream.close()
             state.clients.clear()
-            state.sessions.clear()
+            state.upstreams.clear()
 
     app = FastAPI(title="cua-rollout model gateway", lifespan=lifespan)
     app.state.gateway = state

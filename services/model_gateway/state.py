@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import aiohttp
 import httpx
 from fastapi import Request
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -13,6 +12,7 @@ from services.model_gateway.reload import ReloadManager
 from services.model_gateway.replicas import ReplicaPool
 from services.model_gateway.routing import ConsistentRouter
 from services.model_gateway.settings import GatewaySettings
+from services.model_gateway.upstream import UpstreamClient
 
 
 class GatewayMetrics:
@@ -41,7 +41,7 @@ class GatewayMetrics:
 @dataclass
 class GatewayState:
     """Everything the routes share. The lifespan opens `client` (httpx: health checks, reloads, `/v1/models`) and
-    `session` (aiohttp: the completion routes, the hot path)."""
+    `upstreams` (`UpstreamClient`: the completion routes, the hot path)."""
 
     settings: GatewaySettings
     pool: ReplicaPool
@@ -51,7 +51,7 @@ class GatewayState:
     registry: CollectorRegistry
     timeout: httpx.Timeout
     clients: list[httpx.AsyncClient] = field(default_factory=list)
-    sessions: list[aiohttp.ClientSession] = field(default_factory=list)
+    upstreams: list[UpstreamClient] = field(default_factory=list)
 
     @property
     def client(self) -> httpx.AsyncClient:
@@ -62,11 +62,11 @@ class GatewayState:
 
 
     @property
-    def session(self) -> aiohttp.ClientSession:
-        """The upstream session of the completion routes. Raises: RuntimeError outside the app lifespan."""
-        if not self.sessions:
-            raise RuntimeError("the gateway's upstream session is not started (outside the app lifespan)")
-        return self.sessions[0]
+    def upstream(self) -> UpstreamClient:
+        """The upstream client of the completion routes. Raises: RuntimeError outside the app lifespan."""
+        if not self.upstreams:
+            raise RuntimeError("the gateway's upstream client is not started (outside the app lifespan)")
+        return self.upstreams[0]
 
 
 def get_state(request: Request) -> GatewayState:
