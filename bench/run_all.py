@@ -7,7 +7,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import demo, env_pod, gateway_overhead, pipeline, settle_and_typing, sink  # noqa: E402
+from bench import demo, env_pod, gateway_overhead, pipeline, runner_http, settle_and_typing, sink  # noqa: E402
 
 if __name__ == "__main__":
     print("== gateway overhead (loopback, scripted replica with no model latency)")
@@ -18,6 +18,8 @@ if __name__ == "__main__":
     env_pod.main()
     print("\n== storage sink (raw write loop vs sink into the same local store; fills 0 / 10k / 100k objects)")
     sink.main([])
+    print("\n== the runner's HTTP per step: urllib3 (its client) vs httpx, same requests")
+    runner_http.main([])
     print("\n== pipeline ceiling (null envs, zero-latency policy; 1, 2 and 4 runners per env)")
     pipeline.main([])
     print("\n== make demo end to end: issue 13's commit vs this checkout on the same tasks")

@@ -12,10 +12,10 @@ import logging
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
+import urllib3
 from pydantic import BaseModel
 
-from common.httpclient import new_client, shared
+from common.httpclient import HttpError, HttpResponse, send, shared
 
 log = logging.getLogger(__name__)
 
@@ -78,16 +78,15 @@ class DesktopEnvClient:
     `timeout_s` is the default read timeout in seconds (connect: `connect_timeout_s`); endpoints
     that wait server-side (execute, open_file, reset) get their own longer timeouts.
     `http`: the connection pool to send through; None uses the process's pool for env pods
-    (`common.httpclient.shared`: kept across clients and rollouts, no TLS setup per client), which
-    `close()` leaves open.
+    (`common.httpclient.shared`: kept across clients and rollouts), which `close()` leaves open.
     """
 
     def __init__(self, base_url: str, timeout_s: float = 30.0, connect_timeout_s: float = 5.0,
-                 http: httpx.Client | None = None) -> None:
+                 http: urllib3.PoolManager | None = None) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout_s = timeout_s
         self._connect_timeout_s = connect_timeout_s
-        self._http = http if http is not None else shared("env", new_client)
+        self._http = http if http is not None else shared("env")
 
     @property
     def host(self) -> str:
@@ -95,25 +94,23 @@ class DesktopEnvClient:
         Chrome DevTools on the chromium port and VLC's HTTP interface, as on OSWorld's VMs."""
         return urlsplit(self.base_url).hostname or "127.0.0.1"
 
-    def _timeout(self, read_s: float) -> httpx.Timeout:
-        return httpx.Timeout(read_s, connect=self._connect_timeout_s)
-
     def _request(self, method: str, endpoint: str, *, ok_statuses: tuple[int, ...] = (),
-                 timeout_s: float | None = None, **kwargs: Any) -> httpx.Response:
-        """Send a request. Returns the response when it is 2xx or in `ok_statuses`.
+                 timeout_s: float | None = None, **body: Any) -> HttpResponse:
+        """Send a request (`body`: `json=`, or form `data=` and `files=`, see `common.httpclient.send`).
+        Returns the response when it is 2xx or in `ok_statuses`.
 
         Raises: EnvError(endpoint) on transport errors and on any other status.
         """
-        timeout = self._timeout(timeout_s if timeout_s is not None else self.timeout_s)
         try:
-            response = self._http.request(method, self.base_url + endpoint, timeout=timeout, **kwargs)
-        except httpx.HTTPError as exc:
+            response = send(self._http, method, self.base_url + endpoint, connect_timeout_s=self._connect_timeout_s,
+                            read_timeout_s=timeout_s if timeout_s is not None else self.timeout_s, **body)
+        except HttpError as exc:
             raise EnvError(endpoint, f"{type(exc).__name__}: {exc} ({self.base_url})") from exc
         if response.is_success or response.status_code in ok_statuses:
             return response
         raise EnvError(endpoint, f"HTTP {response.status_code}: {response.text[:500]}", response.status_code)
 
-    def _json(self, response: httpx.Response, endpoint: str) -> Any:
+    def _json(self, response: HttpResponse, endpoint: str) -> Any:
         try:
             return response.json()
         except ValueError as exc:
@@ -316,7 +313,7 @@ class DesktopEnvClient:
 
     def close(self) -> None:
         """Done with this env. The connection pool is shared (or the caller's): it stays open, its idle
-        connections to this env expire on their own (httpx keep-alive expiry, 5 s)."""
+        connections to this env stay for the next client (urllib3 drops one the env closed before reusing it)."""
 
     def __enter__(self) -> DesktopEnvClient:
         return self

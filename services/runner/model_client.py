@@ -6,9 +6,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
+import urllib3
 
-from common.httpclient import new_client, shared
+from common.httpclient import HttpError, new_pool, send, shared
 from common.versions import min_version_for
 from common.vllm_protocol import token_id_of
 
@@ -63,16 +63,10 @@ def read_tokens(payload: dict[str, Any], choice: dict[str, Any]) -> tuple[list[i
     return token_ids, logprobs, payload.get("prompt_token_ids")
 
 
-def _timeout(timeout_s: float, connect_timeout_s: float) -> httpx.Timeout:
-    return httpx.Timeout(timeout_s, connect=connect_timeout_s)
-
-
 def shared_model_client(gateway_url: str, timeout_s: float, connect_timeout_s: float) -> ModelClient:
     """A `ModelClient` over this process's connection pool for these timeouts (`common.httpclient.shared`:
     made once per process, kept across rollouts, never the pool of a parent process). Cheap to call."""
-    http = shared(("model", timeout_s, connect_timeout_s),
-                  lambda: new_client(timeout=_timeout(timeout_s, connect_timeout_s)))
-    return ModelClient(gateway_url, timeout_s, connect_timeout_s, http=http)
+    return ModelClient(gateway_url, timeout_s, connect_timeout_s, http=shared("model"))
 
 
 class ModelClient:
@@ -88,16 +82,17 @@ class ModelClient:
     """
 
     def __init__(self, gateway_url: str, timeout_s: float, connect_timeout_s: float,
-                 http: httpx.Client | None = None) -> None:
+                 http: urllib3.PoolManager | None = None) -> None:
         self.url = gateway_url.rstrip("/") + "/v1/chat/completions"
         self.timeout_s = timeout_s
+        self.connect_timeout_s = connect_timeout_s
         self._owns_http = http is None
-        self.http = http if http is not None else new_client(timeout=_timeout(timeout_s, connect_timeout_s))
+        self.http = http if http is not None else new_pool()
 
     def close(self) -> None:
         """Close the connection pool when this client made it (a shared pool stays open)."""
         if self._owns_http:
-            self.http.close()
+            self.http.clear()
 
     def complete(
         self,
@@ -117,8 +112,9 @@ class ModelClient:
                    "X-Request-Timeout-S": f"{max(1.0, self.timeout_s * GATEWAY_DEADLINE_SHARE):.3f}"}
         start = time.perf_counter()
         try:
-            response = self.http.post(self.url, json=body, headers=headers)
-        except httpx.HTTPError as exc:
+            response = send(self.http, "POST", self.url, json=body, headers=headers,
+                            connect_timeout_s=self.connect_timeout_s, read_timeout_s=self.timeout_s)
+        except HttpError as exc:
             raise ModelError(f"gateway request failed: {exc!r}") from exc
         model_ms = (time.perf_counter() - start) * 1000.0
         if response.status_code != 200:

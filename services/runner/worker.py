@@ -23,7 +23,7 @@ from rq.job import Job
 from rq.worker.base import BaseWorker
 
 import services.runner.job as rollout_job  # loaded before forking: work-horses inherit it, never import it
-from common import httpclient, keys
+from common import keys
 from common.service import redis_client, setup_logging, start_metrics_port
 from common.settings import comma_list
 from services.runner.envs import make_provider
@@ -37,14 +37,10 @@ log = logging.getLogger(__name__)
 
 def preload() -> None:
     """Load now, in the worker, what each work-horse (a fresh fork per job) would otherwise load on
-    its first request: httpx's transport modules (httpcore, h11: imported at the first `Client`),
-    Pillow's image plugins (`Image.open` of a screenshot) and the process's TLS context."""
-    import h11  # noqa: F401
-    import httpcore  # noqa: F401
+    its first use: Pillow's image plugins (`Image.open` of a screenshot)."""
     from PIL import Image
 
     Image.init()
-    httpclient.warm_up()
 
 
 class PickNoting(BaseWorker):
