@@ -134,6 +134,29 @@ def test_chunked_and_close_delimited_answers_are_read_to_their_end() -> None:
     asyncio.run(run())
 
 
+def test_interim_answers_are_skipped() -> None:
+    async def interim_first(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        for _ in range(2):  # two requests on the same connection
+            await read_request(reader)
+            writer.write(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nlink: </a>\r\n\r\n"
+                         b"HTTP/1.1 201 Created\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}")
+            await writer.drain()
+        await reader.read()
+
+    async def run() -> None:
+        client = UpstreamClient()
+        server = RawServer(interim_first)
+        async with server as url:
+            for _ in range(2):
+                response = await client.post(url + CHAT, BODY, HEADERS, connect_timeout=2, read_timeout=5)
+                assert (response.status, "link" in response.headers, await response.read()) == (201, False, b"{}")
+                response.release()
+            assert server.connections == 1
+        client.close()
+
+    asyncio.run(run())
+
+
 def test_a_keep_alive_connection_the_replica_closed_is_resent_on_a_new_one() -> None:
     async def one_answer_then_close(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await read_request(reader)

@@ -144,7 +144,8 @@ def test_sticky_per_episode_and_spread_of_new_episodes(replicas: list[str]) -> N
 BIG_BODY = b'{ "messages":[{"role":"user","content":"Rename the folder ' + b"A" * 5_000_000 + b'"}] ,"model":"m"}'
 
 
-@pytest.mark.parametrize("episode_header", [{}, {"X-Episode-Id": "e"}], ids=["read-whole", "relayed-as-it-arrives"])
+@pytest.mark.parametrize("episode_header", [{}, {"X-Episode-Id": "e"}, {"X-Episode-Id": "e", "Expect": "100-continue"}],
+                         ids=["read-whole", "relayed-as-it-arrives", "relayed-after-100-continue"])
 def test_five_megabyte_body_forwarded_byte_exact(replicas: list[str], episode_header: dict[str, str]) -> None:
     # Odd spacing and key order: a re-serializing proxy would change the hash. Without a session header the
     # gateway reads the body whole (the `user` member may be anywhere); with one it relays it while it arrives.

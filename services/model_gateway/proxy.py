@@ -44,8 +44,9 @@ log = logging.getLogger(__name__)
 # Hop-by-hop, length and encoding headers are recomputed by our server; ours are set explicitly.
 _DROP_RESPONSE_HEADERS = {"content-length", "transfer-encoding", "connection", "keep-alive", "content-encoding",
                           "date", "server", "x-model-version", "x-replica"}
+# `expect`: the gateway sends the body without waiting for a `100 Continue` (its own server answered the client's).
 _DROP_REQUEST_HEADERS = {"host", "content-length", "transfer-encoding", "connection", "keep-alive",
-                         "accept-encoding", "upgrade", "te"}
+                         "accept-encoding", "upgrade", "te", "expect"}
 CLIENT_CLOSED = 499  # nginx's "client closed request": logged, never seen by the gone client
 
 router = APIRouter()

@@ -89,6 +89,7 @@ class _Connection(asyncio.Protocol):
         self.message_done = False
         self.in_use = False
         self.keep_alive = False
+        self._interim = False
         self._header_list: list[tuple[bytes, bytes]] = []
         self.body: collections.deque[bytes] = collections.deque()
         self._waiter: asyncio.Future[None] | None = None
@@ -136,6 +137,11 @@ class _Connection(asyncio.Protocol):
         self._header_list.append((name, value))
 
     def on_headers_complete(self) -> None:
+        status = self.parser.get_status_code()
+        if 100 <= status < 200 and status != 101:  # interim (100 Continue, 103 Early Hints): the answer follows
+            self._interim = True
+            self._header_list = []
+            return
         self.keep_alive = self.parser.should_keep_alive()  # llhttp answers this only until the message ends
         self.headers_done = True
         self._wake()
@@ -145,6 +151,9 @@ class _Connection(asyncio.Protocol):
         self._wake()
 
     def on_message_complete(self) -> None:
+        if self._interim:
+            self._interim = False
+            return
         self.message_done = True
         self._wake()
 
