@@ -157,6 +157,48 @@ def test_interim_answers_are_skipped() -> None:
     asyncio.run(run())
 
 
+def test_bytes_after_an_answer_retire_its_connection() -> None:
+    stray = b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\n\r\n"
+    idle_stray_sent = asyncio.Event()
+
+    async def with_stray(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok" + stray)  # stray bytes with the answer
+        await writer.drain()
+        await reader.read()
+
+    async def stray_when_idle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+        await writer.drain()
+        await idle_stray_sent.wait()
+        writer.write(stray)  # on the idle connection
+        await writer.drain()
+        await reader.read()
+
+    async def run() -> None:
+        for handler in (with_stray, stray_when_idle):
+            client = UpstreamClient()
+            server = RawServer(handler)
+            async with server as url:
+                for _ in range(2):
+                    response = await client.post(url + CHAT, BODY, HEADERS, connect_timeout=2, read_timeout=5)
+                    assert (response.status, await response.read()) == (200, b"ok")
+                    response.release()
+                    pool = next(iter(client._pools.values()))
+                    if handler is stray_when_idle and not idle_stray_sent.is_set():
+                        assert pool.open == 1
+                        idle_stray_sent.set()
+                    deadline = asyncio.get_running_loop().time() + 5
+                    while pool.open and asyncio.get_running_loop().time() < deadline:  # retired at once
+                        await asyncio.sleep(0.01)
+                    assert pool.open == 0
+                assert server.connections == 2
+            client.close()
+
+    asyncio.run(run())
+
+
 def test_a_keep_alive_connection_the_replica_closed_is_resent_on_a_new_one() -> None:
     async def one_answer_then_close(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await read_request(reader)
