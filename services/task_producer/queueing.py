@@ -14,12 +14,12 @@ from rq.exceptions import NoSuchJobError
 from rq.job import Job
 
 from common import keys
+from common.osworld_features import unsupported_by_catalogue
 from common.run import RolloutJob, RunRequest, make_rollout_id, rq_job_id
 from common.runstate import RolloutRecord, RunMeta, load_run_meta, record_rollout, save_run_meta
 from common.status import RolloutStatus
 from common.task import OSWorldTask
 from services.runner.lost import ON_FAILURE_CALLBACK
-from services.runner.osworld import unsupported_features
 from services.task_producer.batching import enqueue_unique_batch
 from services.task_producer.settings import ProducerSettings
 
@@ -41,8 +41,10 @@ class EnqueueResult:
 
 def unsupported_tasks(tasks: list[OSWorldTask]) -> dict[str, list[str]]:
     """Task id -> the features of that task the runner does not implement (only tasks with some),
-    labelled as `services.runner.osworld.unsupported_features` does (`"setup type 'googledrive'"`)."""
-    return {task.id: features for task in tasks if (features := unsupported_features(task))}
+    labelled as `services.runner.osworld.unsupported_features` does (`"setup type 'googledrive'"`), checked
+    against the catalogue of implemented names (`common.osworld_features`: the producer never imports the
+    OSWorld evaluation layer)."""
+    return {task.id: features for task in tasks if (features := unsupported_by_catalogue(task))}
 
 
 def unsupported_message(tasks: list[OSWorldTask], unsupported: dict[str, list[str]]) -> str:
