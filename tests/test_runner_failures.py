@@ -20,7 +20,7 @@ import redis
 from rq import Queue, Worker
 from rq.job import Job
 
-from common import keys
+from common import keys, osworld_features
 from common.envpool import EnvPool
 from common.events import EpisodeEvent, decode_event
 from common.run import rq_job_id
@@ -103,6 +103,9 @@ def test_a_crashing_checker_is_a_runner_error_with_traceback_run_once(
         return len(result) / 0  # a bug in a metric (the forked work-horse inherits this registry)
 
     monkeypatch.setitem(METRICS, "buggy_checker", buggy_checker)
+    implemented = osworld_features.catalogue()  # and in the producer's catalogue of the registries' names
+    monkeypatch.setattr(osworld_features, "catalogue",
+                        lambda: {**implemented, "metric": implemented["metric"] | {"buggy_checker"}})
     evaluator = {"func": "buggy_checker", "result": {"type": "vm_command_line", "command": "echo hi"}}
     records = _run(stack, "bug-run", [_task("bug", evaluator=evaluator, instruction=DONE_SCRIPT["instruction"])])
     record = records["bug"]
