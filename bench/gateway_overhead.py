@@ -108,7 +108,7 @@ def pct(values: list[float], q: int) -> float:
     return statistics.quantiles(values, n=100)[q - 1]
 
 
-def main(rounds: int = 40, per_round_small: int = 10, per_round_large: int = 3) -> dict[str, Any]:
+def main(rounds: int = 40, per_round_small: int = 10, per_round_large: int = 6) -> dict[str, Any]:
     """Start replica, nginx and gateway; measure; print the table; return the figures."""
     if not Path(NGINX).exists():
         raise SystemExit(f"{NGINX} not found: run scripts/setup.sh (it installs nginx for this bench)")
