@@ -140,24 +140,23 @@ class UpstreamClient:
         Raises: UpstreamError, TimeoutError; CancelledError closes the connection.
         """
         pool, target = self._target(url)
+        current = body() if callable(body) else body
+        lines = [b"POST ", target, *(f"{name}: {value}\r\n".encode("latin-1") for name, value in headers.items())]
+        chunked = False
+        if isinstance(current, bytes):
+            lines.append(b"content-length: %d\r\n" % len(current))
+        elif not any(name.lower() == "content-length" for name in headers):
+            chunked = True
+            lines.append(b"transfer-encoding: chunked\r\n")
+        head = b"".join([*lines, b"\r\n"])  # the same on a resend: only the body is made again
         for attempt in range(2):
-            current = body() if callable(body) else body
-            lines = [b"POST ", target]
-            chunked = False
-            for name, value in headers.items():
-                lines.append(f"{name}: {value}\r\n".encode("latin-1"))
-            if isinstance(current, bytes):
-                lines.append(b"content-length: %d\r\n" % len(current))
-            elif not any(name.lower() == "content-length" for name in headers):
-                chunked = True
-                lines.append(b"transfer-encoding: chunked\r\n")
-            lines.append(b"\r\n")
             connection = await pool.acquire(connect_timeout, fresh=attempt > 0)
             try:
-                return await connection.send(b"".join(lines), current, chunked, read_timeout)
+                return await connection.send(head, current, chunked, read_timeout)
             except StaleConnection:
                 if attempt or not (isinstance(current, bytes) or callable(body)):
                     raise
+            current = body() if callable(body) else current  # the body again, from its first byte
         raise AssertionError("unreachable")
 
     def close(self) -> None:

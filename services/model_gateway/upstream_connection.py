@@ -235,8 +235,9 @@ class UpstreamConnection(asyncio.Protocol):
         assert self.transport is not None
         try:
             if isinstance(body, bytes):
-                self.transport.write(head + body if len(body) < 65536 else head)
-                if len(body) >= 65536:
+                small = len(body) < 65536  # head and body in one write
+                await self._write(head + body if small else head)
+                if not small:
                     await self._write(body)
             else:
                 await self._write(head)

@@ -10,7 +10,15 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from common.osworld_features import INFEASIBLE, evaluator_pieces, is_implemented, label, missing, task_pieces
+from common.osworld_features import (
+    INFEASIBLE,
+    REGISTRY_KIND,
+    evaluator_pieces,
+    is_implemented,
+    label,
+    missing,
+    task_pieces,
+)
 from common.task import EvaluatorConfig, OSWorldTask, SetupStep
 from services.runner.osworld import getters, metrics, setup
 from services.runner.osworld.requirements import resolve
@@ -29,7 +37,7 @@ def implemented_names() -> dict[str, Collection[str]]:
 def _needs(kind: str, name: str | None, config: dict[str, Any]) -> frozenset[str]:
     if name is None:
         return frozenset()
-    table = {"setup": setup.NEEDS, "postconfig": setup.NEEDS, "getter": getters.NEEDS, "metric": metrics.NEEDS}[kind]
+    table = {"setup": setup.NEEDS, "getter": getters.NEEDS, "metric": metrics.NEEDS}[REGISTRY_KIND[kind]]
     return resolve(table.get(name), config)
 
 
