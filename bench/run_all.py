@@ -18,7 +18,7 @@ if __name__ == "__main__":
     env_pod.main()
     print("\n== storage sink (raw write loop vs sink into the same local store; fills 0 / 10k / 100k objects)")
     sink.main([])
-    print("\n== the runner's HTTP per step: urllib3 (its client) vs httpx, same requests")
+    print("\n== the runner's HTTP per step: libcurl (its client) vs urllib3 and httpx, same requests")
     runner_http.main([])
     print("\n== pipeline ceiling (null envs, zero-latency policy; 1, 2 and 4 runners per env)")
     pipeline.main([])

@@ -1,12 +1,13 @@
-"""The runner's HTTP per rollout step, urllib3 (what it uses, `common.httpclient`) against httpx (what it used
-until 2026-11-26), side by side in one process.
+"""The runner's HTTP per rollout step: libcurl (what it uses, `common.httpclient` over pycurl) against urllib3
+(what it used until 2026-11-26, evening) and httpx (until 2026-11-26, morning), side by side in one process.
 
 A step is three requests: the chat completion (`ModelClient.complete`: a 2 KB message list, the scripted policy
 answering at once), the action (`DesktopEnvClient.execute` on the bench's null env) and the screenshot
-(`DesktopEnvClient.screenshot`). The httpx side sends the same requests with the same headers and bodies
-through one `httpx.Client` and decodes the same answers. The two alternate in rounds (so machine load hits
-both alike); the policy and the null env run in processes of their own. Prints CPU ms per step of this
-process (the client's own cost, which is what bounds the runner: bench/pipeline.py) and wall ms per step.
+(`DesktopEnvClient.screenshot`). The urllib3 and httpx sides send the same requests with the same headers and
+bodies through one `urllib3.PoolManager` / `httpx.Client` and decode the same answers. The clients alternate in
+rounds (so machine load hits all alike); the policy and the null env run in processes of their own. Prints CPU
+ms per step of this process (the client's own cost, which is what bounds the runner: bench/pipeline.py) and wall
+ms per step.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+import urllib3
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -41,12 +43,29 @@ def cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def urllib3_step(model: ModelClient, env: DesktopEnvClient) -> Callable[[int], None]:
+def runner_step(model: ModelClient, env: DesktopEnvClient) -> Callable[[int], None]:
     """One step through the runner's own clients."""
     def step(i: int) -> None:
         model.complete(MESSAGES, "m", {"temperature": 0.0}, f"ep-{i % 8}")
         env.execute(["python3", "-c", ACTION])
         env.screenshot()
+    return step
+
+
+def urllib3_step(pool: urllib3.PoolManager, gateway: str, env_url: str) -> Callable[[int], None]:
+    """The same step's requests and decoding through one `urllib3.PoolManager` (no retries, as the runner had)."""
+    def step(i: int) -> None:
+        reply = pool.request("POST", f"{gateway}/v1/chat/completions",
+                             json={"model": "m", "messages": MESSAGES, "temperature": 0.0},
+                             headers={"X-Episode-Id": f"ep-{i % 8}", "X-Request-Timeout-S": "270.000"},
+                             timeout=urllib3.Timeout(connect=5, read=300), redirect=False)
+        assert reply.status == 200
+        json.loads(reply.data)["choices"][0]["message"]["content"]
+        result = pool.request("POST", f"{env_url}/execute", json={"command": ["python3", "-c", ACTION], "shell": False},
+                              timeout=urllib3.Timeout(connect=5, read=135), redirect=False)
+        assert result.status == 200 and json.loads(result.data)["status"] == "success"
+        shot = pool.request("GET", f"{env_url}/screenshot", timeout=urllib3.Timeout(connect=5, read=30), redirect=False)
+        assert shot.status == 200 and shot.data
     return step
 
 
@@ -82,7 +101,9 @@ def main(argv: list[str] | None = None) -> None:
                      f"{policy}/health", scripts / "policy.log"):
             model = ModelClient(policy, timeout_s=300, connect_timeout_s=5)
             env = DesktopEnvClient(env_url)
-            steps = {"urllib3": urllib3_step(model, env), "httpx": httpx_step(httpx.Client(), policy, env_url)}
+            steps = {"libcurl": runner_step(model, env),
+                     "urllib3": urllib3_step(urllib3.PoolManager(maxsize=4, retries=False), policy, env_url),
+                     "httpx": httpx_step(httpx.Client(), policy, env_url)}
             cpu = dict.fromkeys(steps, 0.0)
             wall = dict.fromkeys(steps, 0.0)
             for step in steps.values():
@@ -103,7 +124,8 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{'client':8} {'CPU ms/step':>12} {'wall ms/step':>13}")
     for name in steps:
         print(f"{name:8} {1000 * cpu[name] / n:12.3f} {1000 * wall[name] / n:13.3f}")
-    print(f"urllib3/httpx: CPU {cpu['urllib3'] / cpu['httpx']:.2f}x, wall {wall['urllib3'] / wall['httpx']:.2f}x")
+    for other in ("urllib3", "httpx"):
+        print(f"libcurl/{other}: CPU {cpu['libcurl'] / cpu[other]:.2f}x, wall {wall['libcurl'] / wall[other]:.2f}x")
 
 
 if __name__ == "__main__":

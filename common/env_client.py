@@ -12,10 +12,9 @@ import logging
 from typing import Any
 from urllib.parse import urlsplit
 
-import urllib3
 from pydantic import BaseModel
 
-from common.httpclient import HttpError, HttpResponse, send, shared
+from common.httpclient import HttpClient, HttpError, HttpResponse, send, shared
 
 log = logging.getLogger(__name__)
 
@@ -77,12 +76,12 @@ class DesktopEnvClient:
 
     `timeout_s` is the default read timeout in seconds (connect: `connect_timeout_s`); endpoints
     that wait server-side (execute, open_file, reset) get their own longer timeouts.
-    `http`: the connection pool to send through; None uses the process's pool for env pods
+    `http`: the HTTP client to send through; None uses the process's client for env pods
     (`common.httpclient.shared`: kept across clients and rollouts), which `close()` leaves open.
     """
 
     def __init__(self, base_url: str, timeout_s: float = 30.0, connect_timeout_s: float = 5.0,
-                 http: urllib3.PoolManager | None = None) -> None:
+                 http: HttpClient | None = None) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout_s = timeout_s
         self._connect_timeout_s = connect_timeout_s
@@ -312,8 +311,8 @@ class DesktopEnvClient:
             return False
 
     def close(self) -> None:
-        """Done with this env. The connection pool is shared (or the caller's): it stays open, its idle
-        connections to this env stay for the next client (urllib3 drops one the env closed before reusing it)."""
+        """Done with this env. The HTTP client is shared (or the caller's): it stays open, its idle
+        connections to this env stay for the next client (libcurl drops one the env closed before reusing it)."""
 
     def __enter__(self) -> DesktopEnvClient:
         return self

@@ -1,16 +1,19 @@
-"""Process-wide HTTP plumbing for the runner's sync clients (model gateway, env pods), over urllib3.
+"""Process-wide HTTP plumbing for the runner's sync clients (model gateway, env pods), over libcurl (pycurl).
 
-Why urllib3 and not httpx here: a rollout step makes three requests (model, action, screenshot) and
-the runner's CPU per step bounds the pipeline's steps/s (bench/pipeline.py). In a GIL profile of a
-runner, httpx's request and response machinery (URL merging, cookie extraction, event objects) was
-~60 % of the runner's Python time; urllib3 spends ~0.23 ms of CPU per small JSON request against httpx's
-~0.42 ms on this machine (same server, same body). urllib3 also makes no TLS context for `http://` pools.
+Why libcurl: a rollout step makes three requests (model, action, screenshot) and the runner's CPU per step
+bounds the pipeline's steps/s (bench/pipeline.py). In GIL profiles of a runner, the HTTP client's own Python
+was the largest part of its time: httpx's request and response objects (~60 %), then urllib3's and
+http.client's (~50 %: header objects, `email.parser` for the answer's headers, URL parsing, retries).
+libcurl does the request, the parsing and the keep-alive in C: on the same loopback server ~0.14 ms of CPU
+per small request against urllib3's ~0.45 and httpx's ~0.7 (bench/runner_http.py).
 
-- `shared(key, factory)`: one `urllib3.PoolManager` per process and key, reused across rollouts
-  (keep-alive connections too). A forked child never uses its parent's pools (their sockets belong to
-  the parent): the cache is emptied in the child right after `fork()` (`os.register_at_fork`).
-- `send(...)`: one request, its answer read whole into an `HttpResponse`; transport failures raise
-  `HttpError` (urllib3's base exception: connect refused, timeouts, protocol errors). No retries.
+- `HttpClient`: one libcurl easy handle with its keep-alive connections (libcurl's connection cache; a
+  connection the server closed is detected before reuse). One request at a time (a lock).
+- `shared(key)`: one `HttpClient` per process, thread and key, reused across rollouts. A forked child never
+  uses its parent's clients (their sockets belong to the parent): it gets new ones (`os.register_at_fork`).
+- `send(...)`: one request, its answer read whole into an `HttpResponse`; transport failures raise `HttpError`
+  (refused, timed out, connection closed mid-answer). No retries, no redirects followed, no proxy from the
+  environment (the runner talks to its own services), no `Expect: 100-continue` round trip.
 """
 
 from __future__ import annotations
@@ -18,16 +21,44 @@ from __future__ import annotations
 import json as jsonlib
 import os
 import threading
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlencode
 
-import urllib3
+import pycurl
+from pydantic_core import from_json
+from urllib3 import encode_multipart_formdata
 
-HttpError = urllib3.exceptions.HTTPError
 
-_lock = threading.Lock()
-_pools: dict[Hashable, urllib3.PoolManager] = {}
+class HttpError(Exception):
+    """A transport failure (libcurl's error code and message): refused, timed out, cut short, bad URL."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(f"curl error {code}: {message}")
+        self.code = code
+
+
+class Headers(Mapping[str, str]):
+    """An answer's headers, looked up case-insensitively (a repeated header keeps its last value)."""
+
+    def __init__(self, items: dict[str, str]) -> None:
+        self._items = items  # lower-cased name -> value
+
+    def __getitem__(self, name: str) -> str:
+        return self._items[name.lower()]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name.lower() in self._items
+
+    def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
+        return self._items.get(name.lower(), default)
 
 
 @dataclass(frozen=True)
@@ -49,56 +80,133 @@ class HttpResponse:
         return self.content.decode("utf-8", "replace")
 
     def json(self) -> Any:
-        """The body parsed as JSON. Raises: ValueError when it is not JSON."""
-        return jsonlib.loads(self.content)
+        """The body parsed as JSON (pydantic-core's parser: a model's answer with token ids and logprobs parses in
+        about half the time of `json.loads`). Raises: ValueError when it is not JSON."""
+        return from_json(self.content)
 
 
-def new_pool(maxsize: int = 4) -> urllib3.PoolManager:
-    """A pool manager: up to `maxsize` kept-alive connections per host, no retries, no redirects followed."""
-    return urllib3.PoolManager(num_pools=64, maxsize=maxsize, retries=False)
+class _HeaderReader:
+    """libcurl's header callback: keeps the last answer's header lines (interim 1xx answers are dropped)."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, str] = {}
+
+    def __call__(self, line: bytes) -> None:
+        if line.startswith(b"HTTP/"):  # a new answer's status line (after an interim 100): start over
+            self.items = {}
+            return
+        name, sep, value = line.decode("latin-1").partition(":")
+        if sep:
+            self.items[name.strip().lower()] = value.strip()
 
 
-def shared(key: Hashable, factory: Callable[[], urllib3.PoolManager] = new_pool) -> urllib3.PoolManager:
-    """The process's pool manager for `key`, made by `factory()` on first use. Never clear it: other users
-    of the process share it."""
-    pool = _pools.get(key)
-    if pool is None:
-        with _lock:
-            pool = _pools.get(key)
-            if pool is None:
-                pool = _pools[key] = factory()
-    return pool
+class HttpClient:
+    """A libcurl easy handle: keeps up to `max_connections` connections alive (to any hosts), sends one request
+    at a time (callers in several threads wait for each other; `shared` gives each thread its own)."""
+
+    def __init__(self, max_connections: int = 4) -> None:
+        self._curl = pycurl.Curl()
+        self._max_connections = max_connections
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        """Close the handle and its connections."""
+        with self._lock:
+            self._curl.close()
+
+    def request(self, method: str, url: str, *, connect_timeout_s: float, read_timeout_s: float,
+                body: bytes | None = None, headers: Mapping[str, str] | None = None) -> HttpResponse:
+        """Send `method url` with `body` (bytes, the caller sets its `Content-Type`) or none. Timeouts in seconds:
+        `connect_timeout_s` to connect, `read_timeout_s` for the whole exchange (connecting, sending, reading the
+        answer: libcurl's total timeout). Raises: HttpError."""
+        chunks: list[bytes] = []
+        reader = _HeaderReader()
+        with self._lock:
+            curl = self._curl
+            curl.reset()  # options back to libcurl's defaults; connections and DNS cache stay
+            curl.setopt(pycurl.URL, url)
+            curl.setopt(pycurl.NOSIGNAL, 1)  # no SIGALRM for timeouts: safe in threads
+            curl.setopt(pycurl.PROXY, "")  # never a proxy from http_proxy and friends
+            curl.setopt(pycurl.MAXCONNECTS, self._max_connections)
+            curl.setopt(pycurl.CONNECTTIMEOUT_MS, max(1, int(connect_timeout_s * 1000)))
+            curl.setopt(pycurl.TIMEOUT_MS, max(1, int(read_timeout_s * 1000)))
+            curl.setopt(pycurl.WRITEFUNCTION, chunks.append)
+            curl.setopt(pycurl.HEADERFUNCTION, reader)
+            lines = [f"{name}: {value}" for name, value in (headers or {}).items()]
+            lines.append("Expect:")  # libcurl would wait for `100 Continue` before a big body
+            if body is not None:
+                curl.setopt(pycurl.POSTFIELDS, body)
+            elif method == "POST":
+                curl.setopt(pycurl.POSTFIELDSIZE, 0)
+                curl.setopt(pycurl.POST, 1)
+            if method not in ("GET", "POST") or (method == "GET" and body is not None):
+                curl.setopt(pycurl.CUSTOMREQUEST, method)
+            elif method == "GET":
+                curl.setopt(pycurl.HTTPGET, 1)
+            curl.setopt(pycurl.HTTPHEADER, lines)
+            try:
+                curl.perform()
+            except pycurl.error as exc:
+                code, message = exc.args if len(exc.args) == 2 else (-1, str(exc))
+                raise HttpError(int(code), str(message)) from None
+            status = int(curl.getinfo(pycurl.RESPONSE_CODE))
+        return HttpResponse(status, Headers(reader.items), b"".join(chunks))
 
 
-def send(pool: urllib3.PoolManager, method: str, url: str, *, connect_timeout_s: float, read_timeout_s: float,
+def form_body(data: Mapping[str, str] | None, files: Mapping[str, tuple[str, bytes]] | None
+              ) -> tuple[bytes | None, str | None]:
+    """(body, content type) for form fields `data` and files {field: (file name, bytes)}, as `requests`/httpx
+    send them: multipart (RFC 7578, urllib3's encoder) when there are files, else URL-encoded; (None, None)
+    for neither."""
+    if files:
+        return encode_multipart_formdata({**(data or {}), **files})
+    if data is not None:
+        return urlencode(data).encode(), "application/x-www-form-urlencoded"
+    return None, None
+
+
+_state = threading.local()
+
+
+def shared(key: Hashable, factory: Callable[[], HttpClient] = HttpClient) -> HttpClient:
+    """This process's and thread's client for `key`, made by `factory()` on first use. Never close it: other
+    users in the thread share it."""
+    clients: dict[Hashable, HttpClient] | None = getattr(_state, "clients", None)
+    if clients is None:
+        clients = _state.clients = {}
+    client = clients.get(key)
+    if client is None:
+        client = clients[key] = factory()
+    return client
+
+
+def send(http: HttpClient, method: str, url: str, *, connect_timeout_s: float, read_timeout_s: float,
          json: Any = None, data: Mapping[str, str] | None = None,
          files: Mapping[str, tuple[str, bytes]] | None = None,
          headers: Mapping[str, str] | None = None) -> HttpResponse:
-    """Send one request and read its answer whole.
+    """Send one request through `http` and read its answer whole.
 
-    Body: `json` (encoded, `Content-Type: application/json`), or form fields `data` (URL-encoded, or
+    Body: `json` (compact UTF-8, `Content-Type: application/json`), or form fields `data` (URL-encoded, or
     multipart with `files` {field: (file name, bytes)}, as `requests`/httpx send them), or none.
-    Timeouts in seconds: `connect_timeout_s` to connect, `read_timeout_s` per read of the answer.
+    Timeouts in seconds: `connect_timeout_s` to connect, `read_timeout_s` for the whole exchange.
     Raises: HttpError on transport failures (refused, timed out, connection closed mid-answer).
     """
-    timeout = urllib3.Timeout(connect=connect_timeout_s, read=read_timeout_s)
-    kwargs: dict[str, Any] = {}
-    if files:
-        kwargs["fields"] = {**(data or {}), **files}
-    elif data is not None:
-        kwargs["fields"] = dict(data)
-        kwargs["encode_multipart"] = False
-    response = pool.request(method, url, json=json, headers=dict(headers) if headers else None, timeout=timeout,
-                            redirect=False, **kwargs)
-    return HttpResponse(response.status, response.headers, response.data)
+    all_headers = dict(headers) if headers else {}
+    if json is not None:
+        body: bytes | None = jsonlib.dumps(json, separators=(",", ":"), ensure_ascii=False).encode()
+        all_headers.setdefault("Content-Type", "application/json")
+    else:
+        body, kind = form_body(data, files)
+        if kind:
+            all_headers.setdefault("Content-Type", kind)
+    return http.request(method, url, connect_timeout_s=connect_timeout_s, read_timeout_s=read_timeout_s,
+                        body=body, headers=all_headers)
 
 
 def _forget_after_fork() -> None:
-    """In a forked child: drop the parent's pools (not closed: their sockets are the parent's) and a lock
-    another thread may have held at fork time."""
-    global _lock, _pools
-    _lock = threading.Lock()
-    _pools = {}
+    """In a forked child: drop the parent's clients (their connections are the parent's sockets)."""
+    global _state
+    _state = threading.local()
 
 
 os.register_at_fork(after_in_child=_forget_after_fork)

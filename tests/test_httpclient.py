@@ -1,4 +1,4 @@
-"""`common.httpclient`: the runner's urllib3 plumbing against a real loopback server (uvicorn)."""
+"""`common.httpclient`: the runner's libcurl plumbing against a real loopback server (uvicorn)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from common.httpclient import HttpError, new_pool, send, shared
+from common.httpclient import HttpClient, HttpError, send, shared
 from common.polling import free_port
 from tests.servers import serve_app
 
@@ -43,7 +43,7 @@ APP = Starlette(routes=[
 
 
 def test_bodies_are_sent_as_requests_and_httpx_send_them() -> None:
-    pool = new_pool()
+    pool = HttpClient()
     with serve_app(APP) as url:
         def post(**body: object) -> dict[str, object]:
             response = send(pool, "POST", f"{url}/echo", connect_timeout_s=2, read_timeout_s=5,
@@ -61,7 +61,7 @@ def test_bodies_are_sent_as_requests_and_httpx_send_them() -> None:
 
 
 def test_statuses_are_answers_and_redirects_are_not_followed() -> None:
-    pool = new_pool()
+    pool = HttpClient()
     with serve_app(APP) as url:
         teapot = send(pool, "GET", f"{url}/teapot", connect_timeout_s=2, read_timeout_s=5)
         assert (teapot.status_code, teapot.is_success, teapot.text) == (418, False, "short and stout")
@@ -72,10 +72,10 @@ def test_statuses_are_answers_and_redirects_are_not_followed() -> None:
 
 
 def test_transport_failures_raise_http_error() -> None:
-    pool = new_pool()
+    pool = HttpClient()
     with pytest.raises(HttpError):  # nothing listens there
         send(pool, "GET", f"http://127.0.0.1:{free_port()}/", connect_timeout_s=2, read_timeout_s=2)
-    with serve_app(APP) as url, pytest.raises(HttpError, match="[Rr]ead timed out"):
+    with serve_app(APP) as url, pytest.raises(HttpError, match="timed out"):
         send(pool, "GET", f"{url}/slow", connect_timeout_s=2, read_timeout_s=0.2)
 
 

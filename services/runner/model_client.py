@@ -6,9 +6,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import urllib3
-
-from common.httpclient import HttpError, new_pool, send, shared
+from common.httpclient import HttpClient, HttpError, send, shared
 from common.versions import min_version_for
 from common.vllm_protocol import token_id_of
 
@@ -64,8 +62,8 @@ def read_tokens(payload: dict[str, Any], choice: dict[str, Any]) -> tuple[list[i
 
 
 def shared_model_client(gateway_url: str, timeout_s: float, connect_timeout_s: float) -> ModelClient:
-    """A `ModelClient` over this process's connection pool for these timeouts (`common.httpclient.shared`:
-    made once per process, kept across rollouts, never the pool of a parent process). Cheap to call."""
+    """A `ModelClient` over this process's (and thread's) HTTP client (`common.httpclient.shared`: made once,
+    kept across rollouts with its connections, never a parent process's). Cheap to call."""
     return ModelClient(gateway_url, timeout_s, connect_timeout_s, http=shared("model"))
 
 
@@ -77,22 +75,22 @@ class ModelClient:
     timeout, so the gateway gives up (and stops its replicas) before the runner does. With `logprobs`
     sampling it asks vLLM for token ids too (`return_token_ids`, `return_tokens_as_token_ids`).
 
-    `http`: the connection pool to send through; None makes one of its own (closed by `close()`).
-    `shared_model_client` gives the process's client, whose pool rollouts reuse.
+    `http`: the HTTP client to send through; None makes one of its own (closed by `close()`).
+    `shared_model_client` gives the process's client, whose connections rollouts reuse.
     """
 
     def __init__(self, gateway_url: str, timeout_s: float, connect_timeout_s: float,
-                 http: urllib3.PoolManager | None = None) -> None:
+                 http: HttpClient | None = None) -> None:
         self.url = gateway_url.rstrip("/") + "/v1/chat/completions"
         self.timeout_s = timeout_s
         self.connect_timeout_s = connect_timeout_s
         self._owns_http = http is None
-        self.http = http if http is not None else new_pool()
+        self.http = http if http is not None else HttpClient()
 
     def close(self) -> None:
-        """Close the connection pool when this client made it (a shared pool stays open)."""
+        """Close the HTTP client when this client made it (a shared one stays open)."""
         if self._owns_http:
-            self.http.clear()
+            self.http.close()
 
     def complete(
         self,
