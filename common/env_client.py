@@ -74,8 +74,9 @@ class BashScriptResult(BaseModel):
 class DesktopEnvClient:
     """Client of one env at `base_url` (e.g. `http://127.0.0.1:5000`), OSWorld desktop_env/server protocol.
 
-    `timeout_s` is the default read timeout in seconds (connect: `connect_timeout_s`); endpoints
-    that wait server-side (execute, open_file, reset) get their own longer timeouts.
+    `timeout_s` is the default time in seconds a request may take, answer read whole (connect: at most
+    `connect_timeout_s` of it); endpoints that wait server-side (execute, open_file, reset) or move files get
+    their own longer timeouts.
     `http`: the HTTP client to send through; None uses the process's client for env pods
     (`common.httpclient.shared`: kept across clients and rollouts), which `close()` leaves open.
     """
