@@ -7,10 +7,11 @@ http.client's (~50 %: header objects, `email.parser` for the answer's headers, U
 libcurl does the request, the parsing and the keep-alive in C: on the same loopback server ~0.14 ms of CPU
 per small request against urllib3's ~0.45 and httpx's ~0.7 (bench/runner_http.py).
 
-- `HttpClient`: one libcurl easy handle with its keep-alive connections (libcurl's connection cache; a
-  connection the server closed is detected before reuse). One request at a time (a lock).
-- `shared(key)`: one `HttpClient` per process, thread and key, reused across rollouts. A forked child never
-  uses its parent's clients (their sockets belong to the parent): it gets new ones (`os.register_at_fork`).
+- `HttpClient`: libcurl easy handles (one per thread) with their keep-alive connections (libcurl's connection
+  cache; a connection the server closed is detected before reuse). Safe to share between threads.
+- `shared(key)`: one `HttpClient` per process and key, reused across rollouts. A forked child never uses its
+  parent's handles (their sockets belong to the parent): it makes new ones (`os.register_at_fork`, and a
+  process id check in `HttpClient`).
 - `send(...)`: one request, its answer read whole into an `HttpResponse`; transport failures raise `HttpError`
   (refused, timed out, connection closed mid-answer). No retries, no redirects followed, no proxy from the
   environment (the runner talks to its own services), no `Expect: 100-continue` round trip.
@@ -21,6 +22,7 @@ from __future__ import annotations
 import json as jsonlib
 import os
 import threading
+import weakref
 from collections.abc import Callable, Hashable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -101,18 +103,31 @@ class _HeaderReader:
 
 
 class HttpClient:
-    """A libcurl easy handle: keeps up to `max_connections` connections alive (to any hosts), sends one request
-    at a time (callers in several threads wait for each other; `shared` gives each thread its own)."""
+    """libcurl easy handles, one per thread that sends through this client (an easy handle serves one request at a
+    time), each keeping up to `max_connections` connections alive. Safe to share between threads; in a forked
+    child it makes new handles (the inherited ones' connections are the parent's sockets)."""
 
     def __init__(self, max_connections: int = 4) -> None:
-        self._curl = pycurl.Curl()
         self._max_connections = max_connections
-        self._lock = threading.Lock()
+        self._local = threading.local()
+        # every live handle, for close(); a thread's handle (and its connections) goes when the thread ends
+        self._handles: weakref.WeakSet[pycurl.Curl] = weakref.WeakSet()
+
+    def _handle(self) -> pycurl.Curl:
+        """This thread's easy handle in this process."""
+        local = self._local
+        if getattr(local, "pid", None) != os.getpid():
+            local.curl = pycurl.Curl()
+            local.pid = os.getpid()
+            self._handles.add(local.curl)
+        return local.curl  # type: ignore[no-any-return]
 
     def close(self) -> None:
-        """Close the handle and its connections."""
-        with self._lock:
-            self._curl.close()
+        """Close every handle this process made and their connections (call once no request is in flight)."""
+        handles, self._handles = list(self._handles), weakref.WeakSet()
+        self._local = threading.local()
+        for curl in handles:
+            curl.close()
 
     def request(self, method: str, url: str, *, connect_timeout_s: float, read_timeout_s: float,
                 body: bytes | None = None, headers: Mapping[str, str] | None = None) -> HttpResponse:
@@ -121,35 +136,34 @@ class HttpClient:
         answer: libcurl's total timeout). Raises: HttpError."""
         chunks: list[bytes] = []
         reader = _HeaderReader()
-        with self._lock:
-            curl = self._curl
-            curl.reset()  # options back to libcurl's defaults; connections and DNS cache stay
-            curl.setopt(pycurl.URL, url)
-            curl.setopt(pycurl.NOSIGNAL, 1)  # no SIGALRM for timeouts: safe in threads
-            curl.setopt(pycurl.PROXY, "")  # never a proxy from http_proxy and friends
-            curl.setopt(pycurl.MAXCONNECTS, self._max_connections)
-            curl.setopt(pycurl.CONNECTTIMEOUT_MS, max(1, int(connect_timeout_s * 1000)))
-            curl.setopt(pycurl.TIMEOUT_MS, max(1, int(read_timeout_s * 1000)))
-            curl.setopt(pycurl.WRITEFUNCTION, chunks.append)
-            curl.setopt(pycurl.HEADERFUNCTION, reader)
-            lines = [f"{name}: {value}" for name, value in (headers or {}).items()]
-            lines.append("Expect:")  # libcurl would wait for `100 Continue` before a big body
-            if body is not None:
-                curl.setopt(pycurl.POSTFIELDS, body)
-            elif method == "POST":
-                curl.setopt(pycurl.POSTFIELDSIZE, 0)
-                curl.setopt(pycurl.POST, 1)
-            if method not in ("GET", "POST") or (method == "GET" and body is not None):
-                curl.setopt(pycurl.CUSTOMREQUEST, method)
-            elif method == "GET":
-                curl.setopt(pycurl.HTTPGET, 1)
-            curl.setopt(pycurl.HTTPHEADER, lines)
-            try:
-                curl.perform()
-            except pycurl.error as exc:
-                code, message = exc.args if len(exc.args) == 2 else (-1, str(exc))
-                raise HttpError(int(code), str(message)) from None
-            status = int(curl.getinfo(pycurl.RESPONSE_CODE))
+        curl = self._handle()
+        curl.reset()  # options back to libcurl's defaults; connections and DNS cache stay
+        curl.setopt(pycurl.URL, url)
+        curl.setopt(pycurl.NOSIGNAL, 1)  # no SIGALRM for timeouts: safe in threads
+        curl.setopt(pycurl.PROXY, "")  # never a proxy from http_proxy and friends
+        curl.setopt(pycurl.MAXCONNECTS, self._max_connections)
+        curl.setopt(pycurl.CONNECTTIMEOUT_MS, max(1, int(connect_timeout_s * 1000)))
+        curl.setopt(pycurl.TIMEOUT_MS, max(1, int(read_timeout_s * 1000)))
+        curl.setopt(pycurl.WRITEFUNCTION, chunks.append)
+        curl.setopt(pycurl.HEADERFUNCTION, reader)
+        lines = [f"{name}: {value}" for name, value in (headers or {}).items()]
+        lines.append("Expect:")  # libcurl would wait for `100 Continue` before a big body
+        if body is not None:
+            curl.setopt(pycurl.POSTFIELDS, body)
+        elif method == "POST":
+            curl.setopt(pycurl.POSTFIELDSIZE, 0)
+            curl.setopt(pycurl.POST, 1)
+        if method not in ("GET", "POST") or (method == "GET" and body is not None):
+            curl.setopt(pycurl.CUSTOMREQUEST, method)
+        elif method == "GET":
+            curl.setopt(pycurl.HTTPGET, 1)
+        curl.setopt(pycurl.HTTPHEADER, lines)
+        try:
+            curl.perform()
+        except pycurl.error as exc:
+            code, message = exc.args if len(exc.args) == 2 else (-1, str(exc))
+            raise HttpError(int(code), str(message)) from None
+        status = int(curl.getinfo(pycurl.RESPONSE_CODE))
         return HttpResponse(status, Headers(reader.items), b"".join(chunks))
 
 
@@ -165,18 +179,19 @@ def form_body(data: Mapping[str, str] | None, files: Mapping[str, tuple[str, byt
     return None, None
 
 
-_state = threading.local()
+_lock = threading.Lock()
+_clients: dict[Hashable, HttpClient] = {}
 
 
 def shared(key: Hashable, factory: Callable[[], HttpClient] = HttpClient) -> HttpClient:
-    """This process's and thread's client for `key`, made by `factory()` on first use. Never close it: other
-    users in the thread share it."""
-    clients: dict[Hashable, HttpClient] | None = getattr(_state, "clients", None)
-    if clients is None:
-        clients = _state.clients = {}
-    client = clients.get(key)
+    """This process's client for `key`, made by `factory()` on first use. Never close it: other users of the
+    process share it."""
+    client = _clients.get(key)
     if client is None:
-        client = clients[key] = factory()
+        with _lock:
+            client = _clients.get(key)
+            if client is None:
+                client = _clients[key] = factory()
     return client
 
 
@@ -204,9 +219,11 @@ def send(http: HttpClient, method: str, url: str, *, connect_timeout_s: float, r
 
 
 def _forget_after_fork() -> None:
-    """In a forked child: drop the parent's clients (their connections are the parent's sockets)."""
-    global _state
-    _state = threading.local()
+    """In a forked child: drop the parent's clients (their connections are the parent's sockets) and a lock
+    another thread may have held at fork time."""
+    global _lock, _clients
+    _lock = threading.Lock()
+    _clients = {}
 
 
 os.register_at_fork(after_in_child=_forget_after_fork)

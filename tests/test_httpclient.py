@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 
 import pytest
 from starlette.applications import Starlette
@@ -11,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from common.httpclient import HttpClient, HttpError, send, shared
+from common.httpclient import HttpClient, HttpError, HttpResponse, send, shared
 from common.polling import free_port
 from tests.servers import serve_app
 
@@ -91,3 +92,20 @@ def test_shared_pools_are_per_process() -> None:
     assert os.read(read_end, 1) == b"1"
     os.waitpid(pid, 0)
     os.close(read_end)
+
+
+def test_one_client_serves_threads_at_once() -> None:
+    """A request waiting for its answer in one thread does not hold up another thread's request through the same
+    client (each thread sends through its own libcurl handle)."""
+    client = HttpClient()
+    with serve_app(APP) as url:
+        slow_answer: list[HttpResponse] = []
+        waiting = threading.Thread(target=lambda: slow_answer.append(
+            send(client, "GET", f"{url}/slow", connect_timeout_s=2, read_timeout_s=10)))
+        waiting.start()
+        teapot = send(client, "GET", f"{url}/teapot", connect_timeout_s=2, read_timeout_s=5)
+        assert teapot.status_code == 418
+        assert not slow_answer and waiting.is_alive()  # answered while the slow request (2 s) still waits
+        waiting.join(10)
+        assert slow_answer and slow_answer[0].text == "late"
+    client.close()
