@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 
@@ -35,6 +36,9 @@ def test_history_keeps_at_most_five_screenshots_but_all_replies() -> None:
         agent.record(f"Thought: step {step}\nAction: wait()")
     assert len(images_in(messages)) == 5
     assert all(url.startswith("data:image/png;base64,") for url in images_in(messages))
+    # the last five screenshots, oldest first, each the PNG it was given
+    sent = [base64.b64decode(url.split(",", 1)[1]) for url in images_in(messages)]
+    assert sent == [png(color=step) for step in range(3, 8)]
     replies = [m["content"] for m in messages if m["role"] == "assistant"]
     assert len(replies) == 7 and replies[0].startswith("Thought: step 0")
     assert messages[-1]["role"] == "user"  # the current screenshot comes last

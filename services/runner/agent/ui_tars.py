@@ -22,7 +22,8 @@ class UITarsAgent:
     """History of one episode: screenshots and replies, at most `history_images` images per request.
 
     As in the UI-TARS reference agent, older screenshots are dropped while their assistant replies
-    stay in the conversation as text. `screen` is (width, height) in pixels.
+    stay in the conversation as text. `screen` is (width, height) in pixels. Only the screenshots still sent are
+    kept, each as its base64 data URL, encoded once (not once per request it is sent in).
     """
 
     def __init__(self, instruction: str, screen: tuple[int, int], history_images: int = 5,
@@ -31,7 +32,8 @@ class UITarsAgent:
         self.screen = screen
         self.history_images = history_images
         self.prompt = render_prompt(instruction, language)
-        self.screenshots: list[bytes] = []
+        self.screenshot_count = 0
+        self._image_urls: dict[int, str] = {}  # step -> data URL, the last `history_images` screenshots
         self.replies: list[str] = []
 
     @property
@@ -42,14 +44,14 @@ class UITarsAgent:
 
     def _image_part(self, step: int, inline: bool) -> dict[str, Any]:
         if inline:
-            url = "data:image/png;base64," + base64.b64encode(self.screenshots[step]).decode()
+            url = self._image_urls[step]
         else:
             url = image_file_name(step)
         return {"type": "image_url", "image_url": {"url": url}}
 
     def _messages(self, inline: bool, first_image: int) -> list[dict[str, Any]]:
         messages: list[dict[str, Any]] = [{"role": "user", "content": [{"type": "text", "text": self.prompt}]}]
-        for step in range(len(self.screenshots)):
+        for step in range(self.screenshot_count):
             if step >= first_image:
                 messages.append({"role": "user", "content": [self._image_part(step, inline)]})
             if step < len(self.replies):
@@ -61,8 +63,11 @@ class UITarsAgent:
         with Image.open(io.BytesIO(screenshot_png)) as image:
             if image.size != self.screen:
                 self.screen = (int(image.size[0]), int(image.size[1]))
-        self.screenshots.append(screenshot_png)
-        return self._messages(inline=True, first_image=max(0, len(self.screenshots) - self.history_images))
+        step = self.screenshot_count
+        self._image_urls[step] = "data:image/png;base64," + base64.b64encode(screenshot_png).decode()
+        self._image_urls.pop(step - self.history_images, None)  # no longer sent
+        self.screenshot_count = step + 1
+        return self._messages(inline=True, first_image=max(0, self.screenshot_count - self.history_images))
 
     def record(self, response_text: str) -> None:
         """Remember the model's reply to the latest screenshot."""
