@@ -120,7 +120,7 @@ class TrajectoryBatch:
             if entry.event.attempt < current:
                 outcomes[entry.entry_id] = Outcome.DROPPED
             else:
-                jobs.append((entry, self.writer.step_puts(self.prefix, entry.event, entry.png)))
+                jobs.append((entry, self.writer.step_puts(self.prefix, entry.event, entry.png, entry.fields[b"data"])))
         return self._run(jobs, outcomes)
 
     def _end(self, entry: Entry, current: int, outcomes: dict[bytes, Outcome]) -> bool:

@@ -65,11 +65,15 @@ class TrajectoryWriter:
         except KeyError:
             return 0
 
-    def step_puts(self, prefix: str, event: StepEvent, png: bytes | None) -> list[Put]:
-        """The objects of a step (its PNG when it has one, its JSON); independent of each other."""
+    def step_puts(self, prefix: str, event: StepEvent, png: bytes | None, data: bytes | None = None) -> list[Put]:
+        """The objects of a step (its PNG when it has one, its JSON); independent of each other.
+
+        `data`: the event's JSON as the runner published it (`common.events.encode_event`, which `event` was
+        validated from): stored as it is, compact, instead of encoding `event` again (a step's token ids made the
+        sink's re-encoding with indentation ~5 % of its Python time and its files ~1.7x larger)."""
         puts = [Put(f"{prefix}/image_{event.step:04d}.png", png, "image/png")] if png is not None else []
-        puts.append(Put(f"{prefix}/step_{event.step:04d}.json",
-                        event.model_dump_json(by_alias=True, indent=2).encode(), "application/json"))
+        body = data if data is not None else event.model_dump_json(by_alias=True).encode()
+        puts.append(Put(f"{prefix}/step_{event.step:04d}.json", body, "application/json"))
         return puts
 
     def write_start(self, prefix: str, event: EpisodeEvent, current: int) -> bool:
