@@ -38,7 +38,7 @@ class RunnerSettings(ServiceSettings):
     maintenance (registries, taking over a dead worker's scheduler) runs every `maintenance_interval_s`.
     `execution` is how a worker runs a rollout: `fork` (default; RQ's forking worker, one work-horse
     process per rollout: isolated, killed on timeout) or `inline` (RQ's `SimpleWorker`: the worker runs
-    it itself, keeping its connections across rollouts; ~30 ms of fork and exit less per rollout, for
+    it itself, keeping its connections across rollouts; 25-70 ms less CPU per rollout by host, for
     envs whose steps take milliseconds; a crash of a rollout is then a crash of its worker, which
     another worker's reaper recovers like any dead worker).
     `workers`: RQ workers in this runner process (`services/runner/pool.py`): above 1, the process imports
