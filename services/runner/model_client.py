@@ -62,8 +62,8 @@ def read_tokens(payload: dict[str, Any], choice: dict[str, Any]) -> tuple[list[i
 
 
 def shared_model_client(gateway_url: str, timeout_s: float, connect_timeout_s: float) -> ModelClient:
-    """A `ModelClient` over this process's (and thread's) HTTP client (`common.httpclient.shared`: made once,
-    kept across rollouts with its connections, never a parent process's). Cheap to call."""
+    """A `ModelClient` over this process's HTTP client (`common.httpclient.shared`: made once, kept across
+    rollouts with its connections, never a parent process's). Cheap to call."""
     return ModelClient(gateway_url, timeout_s, connect_timeout_s, http=shared("model"))
 
 
