@@ -127,6 +127,57 @@ class ChatCompletionStreamResponse(OpenAIBaseModel):
     prompt_token_ids: list[int] | None = None
 
 
+class CompletionResponseChoice(OpenAIBaseModel):
+    """`choices[i]` of a `/v1/completions` answer."""
+
+    index: int
+    text: str
+    finish_reason: str | None = "stop"
+
+
+class CompletionResponse(OpenAIBaseModel):
+    """A non-streaming text completion (`/v1/completions`)."""
+
+    id: str
+    object: str = "text_completion"
+    created: int
+    model: str
+    choices: list[CompletionResponseChoice]
+    usage: UsageInfo
+
+
+class ModelCard(OpenAIBaseModel):
+    """One entry of `GET /v1/models`: a base model (`parent` None) or a LoRA adapter (`root` = its path)."""
+
+    id: str
+    object: str = "model"
+    created: int
+    owned_by: str
+    root: str | None = None
+    parent: str | None = None
+
+
+class ModelList(OpenAIBaseModel):
+    """`GET /v1/models`."""
+
+    object: str = "list"
+    data: list[ModelCard] = Field(default_factory=list)
+
+
+class ErrorInfo(OpenAIBaseModel):
+    """The `error` object of an OpenAI-style error answer."""
+
+    message: str
+    type: str
+    code: int
+
+
+class ErrorResponse(OpenAIBaseModel):
+    """An OpenAI-style error answer, `{"error": {"message", "type", "code"}}`."""
+
+    error: ErrorInfo
+
+
 def token_id_of(token: str) -> int | None:
     """The id in a `token_id:<id>` token string (`return_tokens_as_token_ids`), else None."""
     if token.startswith(TOKEN_ID_PREFIX):

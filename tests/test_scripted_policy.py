@@ -325,3 +325,28 @@ def test_malformed_requests_are_400s_not_500s(policy: str, path: str, body: obje
     # Found by schemathesis through the gateway: these were 500s, which the gateway retried as replica faults.
     response = httpx.post(policy + path, json=body, timeout=10)
     assert response.status_code == 400 and message in response.json()["error"]["message"], response.text
+
+
+def test_openapi_documents_every_answer(policy: str) -> None:
+    # Routers with `response_model` (house rule: /docs typed): each JSON route names its answer's schema,
+    # the error answers are OpenAI-style errors, and `/v1/models` lists a loaded adapter as a ModelCard.
+    paths = httpx.get(f"{policy}/openapi.json", timeout=10).json()["paths"]
+
+    def schema_ref(path: str, method: str, status: str = "200") -> str:
+        return str(paths[path][method]["responses"][status]["content"]["application/json"]["schema"]["$ref"])
+
+    assert schema_ref("/v1/chat/completions", "post").endswith("/ChatCompletionResponse")
+    assert "text/event-stream" in paths["/v1/chat/completions"]["post"]["responses"]["200"]["content"]
+    assert schema_ref("/v1/chat/completions", "post", "400").endswith("/ErrorResponse")
+    assert schema_ref("/v1/completions", "post").endswith("/CompletionResponse")
+    assert schema_ref("/v1/models", "get").endswith("/ModelList")
+    assert schema_ref("/collective_rpc", "post").endswith("/RpcResults")
+    assert schema_ref("/v1/unload_lora_adapter", "post", "404").endswith("/ErrorResponse")
+    assert "text/plain" in paths["/v1/load_lora_adapter"]["post"]["responses"]["200"]["content"]
+    with httpx.Client(base_url=policy, timeout=10) as client:
+        assert client.post("/v1/load_lora_adapter", json={"lora_name": "a", "lora_path": "/ckpt/v5"}).status_code == 200
+        cards = client.get("/v1/models").json()["data"]
+        assert [(c["id"], c["root"], c["parent"]) for c in cards] == [
+            ("ui-tars-1.5-7b", "ui-tars-1.5-7b", None), ("a", "/ckpt/v5", "ui-tars-1.5-7b")]
+        missing = client.post("/v1/unload_lora_adapter", json={"lora_name": "nope"})
+        assert missing.status_code == 404 and missing.json()["error"]["type"] == "NotFoundError"

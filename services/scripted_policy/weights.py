@@ -13,23 +13,21 @@ asleep, completions answer 503.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 
-from services.scripted_policy.settings import ScriptedPolicySettings
+from common.vllm_protocol import ErrorResponse
+from services.scripted_policy.state import PolicyState, get_state, openai_error
 
-
-@dataclass
-class ModelState:
-    """What the mock serves now: version, loaded LoRA adapters (name -> path), whether it sleeps."""
-
-    version: str
-    adapters: dict[str, str] = field(default_factory=dict)
-    sleeping: bool = False
-    reloads: int = 0
+router = APIRouter()
+ERRORS: dict[int | str, dict[str, object]] = {
+    400: {"model": ErrorResponse, "description": "bad request"},
+    404: {"model": ErrorResponse, "description": "no such adapter"},
+    500: {"model": ErrorResponse, "description": "injected load failure"},
+}
+TEXT_ANSWER: dict[str, object] = {"content": {"text/plain": {}}, "description": "done (vLLM's text answer)"}
 
 
 class LoadLoRA(BaseModel):
@@ -58,6 +56,12 @@ class VersionView(BaseModel):
     model_version: str
 
 
+class RpcResults(BaseModel):
+    """Answer of `POST /collective_rpc`: one result per worker (vLLM's `{"results": [...]}`)."""
+
+    results: list[None]
+
+
 class SleepView(BaseModel):
     """`GET /is_sleeping`."""
 
@@ -69,80 +73,77 @@ def version_of_path(path: str) -> str:
     return path.rstrip("/").rsplit("/", 1)[-1]
 
 
-def _error(message: str, status: int) -> JSONResponse:
-    kind = "InternalServerError" if status >= 500 else ("NotFoundError" if status == 404 else "BadRequestError")
-    return JSONResponse({"error": {"message": message, "type": kind, "code": status}}, status_code=status)
+async def load(state: PolicyState, path: str) -> JSONResponse | None:
+    """Simulated load time (`reload_ms`); a 500 answer for a version in `reload_fail_versions`, else serve
+    the version of `path` from now on."""
+    await asyncio.sleep(state.settings.reload_ms / 1000.0)
+    version = version_of_path(path)
+    if version in state.failing_versions:
+        return openai_error(f"injected reload failure for version {version!r} (scripted policy)", 500)
+    state.model.version = version
+    state.model.reloads += 1
+    return None
 
 
-def weights_router(settings: ScriptedPolicySettings, state: ModelState) -> APIRouter:
-    """The reload endpoints over `state`."""
-    router = APIRouter()
-    failing = {v.strip() for v in settings.reload_fail_versions.split(",") if v.strip()}
+@router.post("/v1/load_lora_adapter", response_model=None, responses={**ERRORS, 200: TEXT_ANSWER})
+async def load_lora(body: LoadLoRA, state: PolicyState = Depends(get_state)) -> Response:
+    """Load an adapter; 400 when the name is loaded already (vLLM's behaviour)."""
+    if body.lora_name in state.model.adapters:
+        return openai_error(f"The lora adapter '{body.lora_name}' has already been loaded.", 400)
+    failure = await load(state, body.lora_path)
+    if failure is not None:
+        return failure
+    state.model.adapters[body.lora_name] = body.lora_path
+    return Response(f"Success: LoRA adapter '{body.lora_name}' added successfully.", media_type="text/plain")
 
-    async def load(path: str) -> JSONResponse | None:
-        """Simulated load time; a failure response for a failing version, else switch version."""
-        await asyncio.sleep(settings.reload_ms / 1000.0)
-        version = version_of_path(path)
-        if version in failing:
-            return _error(f"injected reload failure for version {version!r} (scripted policy)", 500)
-        state.version = version
-        state.reloads += 1
-        return None
 
-    @router.post("/v1/load_lora_adapter", response_model=None)
-    async def load_lora(body: LoadLoRA) -> Response:
-        """Load an adapter; 400 when the name is loaded already (vLLM's behaviour)."""
-        if body.lora_name in state.adapters:
-            return _error(f"The lora adapter '{body.lora_name}' has already been loaded.", 400)
-        failure = await load(body.lora_path)
-        if failure is not None:
-            return failure
-        state.adapters[body.lora_name] = body.lora_path
-        return Response(f"Success: LoRA adapter '{body.lora_name}' added successfully.", media_type="text/plain")
+@router.post("/v1/unload_lora_adapter", response_model=None, responses={**ERRORS, 200: TEXT_ANSWER})
+async def unload_lora(body: UnloadLoRA, state: PolicyState = Depends(get_state)) -> Response:
+    """Unload an adapter; 404 when it is not loaded."""
+    if state.model.adapters.pop(body.lora_name, None) is None:
+        return openai_error(f"The lora adapter '{body.lora_name}' cannot be found.", 404)
+    return Response(f"Success: LoRA adapter '{body.lora_name}' removed successfully.", media_type="text/plain")
 
-    @router.post("/v1/unload_lora_adapter", response_model=None)
-    async def unload_lora(body: UnloadLoRA) -> Response:
-        """Unload an adapter; 404 when it is not loaded."""
-        if state.adapters.pop(body.lora_name, None) is None:
-            return _error(f"The lora adapter '{body.lora_name}' cannot be found.", 404)
-        return Response(f"Success: LoRA adapter '{body.lora_name}' removed successfully.", media_type="text/plain")
 
-    @router.post("/sleep", response_model=None)
-    def sleep(level: int = 1) -> Response:
-        """Put the engine to sleep (completions answer 503 until woken)."""
-        state.sleeping = True
-        return Response(status_code=200)
+@router.post("/sleep", response_model=None)
+def sleep(level: int = 1, state: PolicyState = Depends(get_state)) -> Response:
+    """Put the engine to sleep (completions answer 503 until woken)."""
+    state.model.sleeping = True
+    return Response(status_code=200)
 
-    @router.post("/wake_up", response_model=None)
-    def wake_up(tags: str | None = None) -> Response:
-        """Wake up (the last tag, `kv_cache`, or no tag ends the sleep)."""
-        if tags in (None, "kv_cache"):
-            state.sleeping = False
-        return Response(status_code=200)
 
-    @router.get("/is_sleeping", response_model=SleepView)
-    def is_sleeping() -> SleepView:
-        """`{"is_sleeping": bool}`."""
-        return SleepView(is_sleeping=state.sleeping)
+@router.post("/wake_up", response_model=None)
+def wake_up(tags: str | None = None, state: PolicyState = Depends(get_state)) -> Response:
+    """Wake up (the last tag, `kv_cache`, or no tag ends the sleep)."""
+    if tags in (None, "kv_cache"):
+        state.model.sleeping = False
+    return Response(status_code=200)
 
-    @router.post("/collective_rpc", response_model=None)
-    async def collective_rpc(request: Request) -> Response:
-        """Only `reload_weights` with `kwargs.weights_path` is supported (400 otherwise)."""
-        try:
-            body = await request.json()
-            method, path = body["method"], body.get("kwargs", {})["weights_path"]
-        except (ValueError, KeyError, TypeError, AttributeError):
-            return _error("body must be {\"method\": \"reload_weights\", \"kwargs\": {\"weights_path\": str}}", 400)
-        if method != "reload_weights":
-            return _error(f"unsupported collective_rpc method {method!r} (scripted policy)", 400)
-        failure = await load(str(path))
-        return failure or JSONResponse({"results": [None]})
 
-    @router.post("/admin/reload", response_model=VersionView)
-    async def reload(body: VersionSwitch) -> VersionView:
-        """Serve `model_version` from now on (after `POLICY_RELOAD_MS`)."""
-        await asyncio.sleep(settings.reload_ms / 1000.0)
-        state.version = body.model_version
-        return VersionView(model_version=state.version)
+@router.get("/is_sleeping", response_model=SleepView)
+def is_sleeping(state: PolicyState = Depends(get_state)) -> SleepView:
+    """`{"is_sleeping": bool}`."""
+    return SleepView(is_sleeping=state.model.sleeping)
 
-    return router
+
+@router.post("/collective_rpc", response_model=RpcResults, responses=ERRORS)
+async def collective_rpc(request: Request, state: PolicyState = Depends(get_state)) -> Response:
+    """Only `reload_weights` with `kwargs.weights_path` is supported (400 otherwise)."""
+    try:
+        body = await request.json()
+        method, path = body["method"], body.get("kwargs", {})["weights_path"]
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return openai_error("body must be {\"method\": \"reload_weights\", \"kwargs\": {\"weights_path\": str}}",
+                            400)
+    if method != "reload_weights":
+        return openai_error(f"unsupported collective_rpc method {method!r} (scripted policy)", 400)
+    failure = await load(state, str(path))
+    return failure or JSONResponse(RpcResults(results=[None]).model_dump())
+
+
+@router.post("/admin/reload", response_model=VersionView)
+async def reload(body: VersionSwitch, state: PolicyState = Depends(get_state)) -> VersionView:
+    """Serve `model_version` from now on (after `POLICY_RELOAD_MS`)."""
+    await asyncio.sleep(state.settings.reload_ms / 1000.0)
+    state.model.version = body.model_version
+    return VersionView(model_version=state.model.version)
