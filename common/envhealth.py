@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 
-from common import keys
 from common.env_client import DesktopEnvClient, EnvError
 from common.envpool import EnvPool, Lease
 
@@ -21,12 +20,9 @@ def readmit_recovered(pool: EnvPool, lease_ttl_ms: int = 120_000) -> list[str]:
     The env is leased for the probe (nobody leases an unhealthy env, but the lease keeps two probing
     reapers apart). Returns the ids of the envs re-admitted. Envs that still fail stay out.
     """
-    unhealthy = {m.decode() for m in pool.client.smembers(keys.ENV_UNHEALTHY)}  # type: ignore[union-attr]
     readmitted: list[str] = []
-    for env in pool.envs():
-        if env.env_id not in unhealthy:
-            continue
-        if not pool.client.set(keys.env_lease(env.env_id), PROBE_OWNER, nx=True, px=lease_ttl_ms):
+    for env in pool.unhealthy_envs():
+        if not pool.claim(env.env_id, PROBE_OWNER, lease_ttl_ms):
             continue
         lease = Lease(env=env, owner=PROBE_OWNER, ttl_ms=lease_ttl_ms)
         try:

@@ -21,6 +21,12 @@ RUNS_INDEX = f"{PREFIX}:runs"
 ENV_REGISTRY = f"{PREFIX}:envs"
 #: Set of env ids whose last health check or reset failed.
 ENV_UNHEALTHY = f"{PREFIX}:envs:unhealthy"
+#: Set of the env ids a lease may take now (registered, healthy, not dedicated, not leased), whatever their
+#: provider; `env_free(provider)` holds the same ids split by provider. `common.envpool` keeps both.
+ENV_FREE = f"{PREFIX}:envs:free"
+#: Sorted set of leased env id -> the lease's deadline (ms since the epoch, Redis' clock), kept up by lease,
+#: renew and release: a lease whose key is gone (its owner died) is found here and its env freed.
+ENV_LEASED = f"{PREFIX}:envs:leased"
 #: Set of env ids reset right after their last release and not leased since: handed out without a reset.
 ENV_CLEAN = f"{PREFIX}:envs:clean"
 #: List of release numbers, one pushed each time `EnvPool.release` frees an env (newest first, the last
@@ -62,9 +68,19 @@ def idempotency(key: str) -> str:
     return f"{PREFIX}:idem:{key}"
 
 
+#: `env_lease(id)` is `ENV_LEASE_PREFIX + id + ENV_LEASE_SUFFIX` (the pool's Lua scripts build it so).
+ENV_LEASE_PREFIX = f"{PREFIX}:env:"
+ENV_LEASE_SUFFIX = ":lease"
+
+
 def env_lease(env_id: str) -> str:
     """String with TTL: the rollout id that holds the env's lease."""
-    return f"{PREFIX}:env:{env_id}:lease"
+    return f"{ENV_LEASE_PREFIX}{env_id}{ENV_LEASE_SUFFIX}"
+
+
+def env_free(provider: str) -> str:
+    """Set: the ids of `ENV_FREE` registered by `provider` (a provider leasing only its own envs pops here)."""
+    return f"{ENV_FREE}:{provider}"
 
 
 def sink_lock(trajectory_prefix: str) -> str:

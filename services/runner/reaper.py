@@ -16,8 +16,11 @@ last heartbeat) *and* a live worker runs its periodic maintenance (every 10 minu
   the lost attempt (`services/runner/lost.py`). Recovery: heartbeat TTL + grace + interval (about 30 s
   with the defaults), instead of 10 minutes.
 - Scheduled retries overdue by `OVERDUE_S` (RQ's scheduler died with its worker) are enqueued.
-- The same thread probes unhealthy envs every `env_recheck_s` and re-admits those that answer and reset
-  (`common.envhealth.readmit_recovered`).
+- Each round frees the envs of env leases past their deadline whose owner died (`EnvPool.reclaim`);
+  every `env_recheck_s` the same thread probes unhealthy envs and re-admits those that answer and
+  reset (`common.envhealth.readmit_recovered`); every `env_reconcile_s` (300 s: it is O(envs)) it
+  settles every registered env again (`EnvPool.reconcile`: a free env missing from the free set,
+  e.g. of a pool written by an older version, is added).
 """
 
 from __future__ import annotations
@@ -91,12 +94,14 @@ class Reaper:
     """Reclaims jobs of dead work-horses and re-admits recovered envs (see the module docstring)."""
 
     def __init__(self, client: redis.Redis, queue_names: list[str], interval_s: float, grace_s: float,
-                 env_recheck_s: float, startup_grace_s: float = 60.0) -> None:
+                 env_recheck_s: float, startup_grace_s: float = 60.0, env_reconcile_s: float = 300.0) -> None:
         self.client = client
         self.queue_names = queue_names
         self.interval_s = interval_s
         self.grace_s = grace_s
         self.env_recheck_s = env_recheck_s
+        self.env_reconcile_s = env_reconcile_s
+        self._next_reconcile = 0.0
         self.token = uuid.uuid4().hex
         self.startup_grace_s = startup_grace_s
         self._missing_since: dict[str, float] = {}
@@ -134,10 +139,18 @@ class Reaper:
             self.client.pexpire(keys.REAPER_LOCK, lock_ms)
         reaped = self.reap_dead_jobs(now)
         self.enqueue_overdue(time.time())
+        pool = EnvPool(self.client)
+        if freed := pool.reclaim():
+            log.info("%d envs whose lease expired (owner died) are free again", freed)
         if now >= self._next_env_check:
             self._next_env_check = now + self.env_recheck_s
-            for env_id in readmit_recovered(EnvPool(self.client)):
+            for env_id in readmit_recovered(pool):
                 log.info("env %s answers again: re-admitted", env_id)
+        if now >= self._next_reconcile:
+            self._next_reconcile = now + self.env_reconcile_s
+            if freed := pool.reconcile():
+                log.info("%d free envs were missing from the free set (expired leases, or a pool written "
+                         "by an older version): added", freed)
         return reaped
 
     def enqueue_overdue(self, now_epoch: float) -> list[str]:

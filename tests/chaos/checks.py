@@ -35,8 +35,8 @@ class CheckReport:
 def check_run(client: redis.Redis, store: ObjectStore, run_id: str, killed_envs: set[str]) -> CheckReport:
     """Every rollout exactly one terminal status; every trajectory's steps consecutive, of one attempt,
     each with its PNG, named by a manifest of that attempt (rewarded rollouts: the record's attempt and
-    status); no duplicated step; zero leases held; every env not killed idle; stream drained; no dead
-    letter."""
+    status); no duplicated step; zero leases held; every env not killed idle and in the free set (leasable);
+    stream drained; no dead letter."""
     report = CheckReport()
     meta = load_run_meta(client, run_id)
     if meta is None:
@@ -67,9 +67,12 @@ def check_run(client: redis.Redis, store: ObjectStore, run_id: str, killed_envs:
     report.leases_held = status.leased
     report.envs_unhealthy = status.unhealthy
     report.envs_idle = status.idle
+    free = pool.free_ids()
     for env in status.envs:
         if env["state"] == "leased":
             report.problems.append(f"env {env['env_id']} still leased by {env['leased_by']}")
+        if env["state"] == "idle" and env["env_id"] not in free:
+            report.problems.append(f"env {env['env_id']} idle but not in the free set: lost to leasing")
         if env["state"] == "unhealthy" and env["env_id"] not in killed_envs:
             report.problems.append(f"env {env['env_id']} unhealthy although never killed")
     report.stream_backlog = int(client.xlen(keys.EVENTS_STREAM))  # type: ignore[arg-type]

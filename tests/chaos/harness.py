@@ -186,7 +186,8 @@ class Chaos:
             groups = self.client.xinfo_groups(keys.EVENTS_STREAM) if self.client.exists(keys.EVENTS_STREAM) else []
             pending = sum(int(g["pending"]) for g in groups)
             leases = list(self.client.scan_iter(match=f"{keys.PREFIX}:env:*:lease"))
-            return self.client.xlen(keys.EVENTS_STREAM) == 0 and pending == 0 and not leases
+            tracked = self.client.zcard(keys.ENV_LEASED)  # leases of killed owners: reclaimed by a reaper
+            return self.client.xlen(keys.EVENTS_STREAM) == 0 and pending == 0 and not leases and not tracked
         try:
             wait_until(drained, max(30.0, deadline - time.monotonic()), "the sink to drain and leases to go",
                        interval_s=1.0)
