@@ -4,8 +4,9 @@ from __future__ import annotations
 
 PREFIX = "cua"
 
-#: Stream of step and episode events; consumed by the `sink` consumer group.
+#: Stream of step and episode events (shard 0 of `events_stream`); consumed by the `sink` consumer group.
 EVENTS_STREAM = f"{PREFIX}:events"
+#: Consumer group of the sinks on each shard's stream.
 SINK_GROUP = "sink"
 #: Entries the sink could not decode or persist after retries.
 DEAD_LETTER_STREAM = f"{PREFIX}:events:dead"
@@ -36,6 +37,12 @@ ENV_FREED = f"{PREFIX}:envs:freed"
 ENV_FREED_SEQ = f"{PREFIX}:envs:freed:seq"
 #: Held (SET NX PX) by the runner whose reaper runs a round, so rounds of several runners never overlap.
 REAPER_LOCK = f"{PREFIX}:reaper:lock"
+
+
+def events_stream(shard: int) -> str:
+    """Stream of event shard `shard` (`common.eventshards`): `EVENTS_STREAM` for shard 0, so one shard
+    (`EVENT_SHARDS=1`, the default) is the single stream of before; `cua:events:{shard}` for the others."""
+    return EVENTS_STREAM if shard == 0 else f"{EVENTS_STREAM}:{shard}"
 
 
 def run_meta(run_id: str) -> str:

@@ -11,6 +11,7 @@ import redis
 
 from common import keys
 from common.events import EpisodeEvent, StepEvent, encode_event
+from common.eventshards import stream_of
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -41,7 +42,8 @@ def retry_redis(call: Callable[[], _T], within_s: float, what: str, interval_s: 
 
 
 class EventPublisher:
-    """XADD events to `keys.EVENTS_STREAM`. Never trims (MAXLEN would drop unpersisted entries).
+    """XADD events to their run's stream (`common.eventshards`: `keys.EVENTS_STREAM` with one shard).
+    Never trims (MAXLEN would drop unpersisted entries).
 
     Before an XADD, while the stream takes more than `backlog_bytes` bytes of Redis memory (the
     sink deletes entries once persisted, so this is the unpersisted backlog: PNGs make entries of very
@@ -52,41 +54,44 @@ class EventPublisher:
     every XADD: after a measure finds room R, this publisher adds up to min(R / 2, `CHECK_EVERY_BYTES`) bytes
     of entries within `CHECK_EVERY_S` seconds before measuring again. Alone, it never passes the limit by more
     than one entry (as with a measure per XADD); N publishers together by at most what N publish in
-    `CHECK_EVERY_S` (and never more than N x `CHECK_EVERY_BYTES`).
+    `CHECK_EVERY_S` (and never more than N x `CHECK_EVERY_BYTES`). With `shards` streams, each stream
+    has its own limit and budget.
     """
 
     CHECK_EVERY_BYTES = 8 * 1024 * 1024
     CHECK_EVERY_S = 1.0
 
-    def __init__(self, client: redis.Redis, backlog_bytes: int, wait_s: float) -> None:
+    def __init__(self, client: redis.Redis, backlog_bytes: int, wait_s: float, shards: int = 1) -> None:
         self.client = client
         self.backlog_bytes = backlog_bytes
         self.wait_s = wait_s
-        self._unmeasured_budget = 0  # bytes this publisher may still add before measuring again
-        self._measured_at = 0.0
+        self.shards = shards
+        #: stream -> (bytes this publisher may still add before measuring again, when last measured)
+        self._budgets: dict[str, tuple[int, float]] = {}
 
-    def _wait_for_room(self, size: int) -> None:
-        """Return once an entry of `size` bytes may be added. Raises: BackpressureTimeout."""
+    def _wait_for_room(self, stream: str, size: int) -> None:
+        """Return once an entry of `size` bytes may be added to `stream`. Raises: BackpressureTimeout."""
         now = time.monotonic()
-        if size <= self._unmeasured_budget and now - self._measured_at < self.CHECK_EVERY_S:
-            self._unmeasured_budget -= size
+        budget, measured_at = self._budgets.get(stream, (0, 0.0))
+        if size <= budget and now - measured_at < self.CHECK_EVERY_S:
+            self._budgets[stream] = (budget - size, measured_at)
             return
         deadline = now + self.wait_s
-        while (used := stream_bytes(self.client)) > self.backlog_bytes:
+        while (used := stream_bytes(self.client, stream)) > self.backlog_bytes:
             if time.monotonic() >= deadline:
                 raise BackpressureTimeout(
                     f"event stream above {self.backlog_bytes} bytes ({used}) for {self.wait_s:.0f}s: "
                     "is the sink running?"
                 )
             time.sleep(0.1)
-        self._measured_at = time.monotonic()
-        self._unmeasured_budget = min((self.backlog_bytes - used) // 2, self.CHECK_EVERY_BYTES)
+        self._budgets[stream] = (min((self.backlog_bytes - used) // 2, self.CHECK_EVERY_BYTES), time.monotonic())
 
     def publish(self, event: StepEvent | EpisodeEvent, png: bytes | None = None, wait: bool = True) -> str:
         """Append one event (and its PNG for steps); returns the stream entry id. `wait=False` skips
         the backpressure wait (small end events, which let the sink finish a trajectory)."""
         fields = encode_event(event, png)
+        stream = stream_of(event.run_id, self.shards)
         if wait:
-            self._wait_for_room(sum(len(k) + len(v) for k, v in fields.items()))
-        entry_id = self.client.xadd(keys.EVENTS_STREAM, fields)  # type: ignore[arg-type]
+            self._wait_for_room(stream, sum(len(k) + len(v) for k, v in fields.items()))
+        entry_id = self.client.xadd(stream, fields)  # type: ignore[arg-type]
         return entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)

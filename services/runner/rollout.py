@@ -58,7 +58,8 @@ class RolloutRunner:
         self.settings = settings
         self.pool = EnvPool(client)
         self.provider = make_provider(settings, client)
-        self.publisher = EventPublisher(client, settings.stream_backlog_bytes, settings.backpressure_wait_s)
+        self.publisher = EventPublisher(client, settings.stream_backlog_bytes, settings.backpressure_wait_s,
+                                        settings.event_shards)
         self.steps = StepLoop(client, settings, self.publisher)
 
     def model_client(self) -> ModelClient:

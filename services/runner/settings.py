@@ -11,11 +11,12 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from common.envflavor import parse_flavor
+from common.eventshards import EventShardSettings
 from common.settings import ServiceSettings, comma_list
 from services.runner.settle import SettleConfig
 
 
-class RunnerSettings(ServiceSettings):
+class RunnerSettings(ServiceSettings, EventShardSettings):
     """How a runner worker reaches the gateway and envs, and its limits.
 
     Durations: `*_s` seconds, `*_ms` milliseconds. `RUNNER_ENV_URLS` is a comma-separated list of
@@ -29,7 +30,8 @@ class RunnerSettings(ServiceSettings):
     most `settle_max_s` (OSWorld's fixed 2 s; 0 turns the wait off), grabbing a frame every
     `settle_interval_s`.
     Reliability (see README "Guarantees"): runners publish while the unpersisted event stream holds
-    fewer than `stream_backlog_bytes` bytes (`MEMORY USAGE`), waiting up to `backpressure_wait_s`;
+    fewer than `stream_backlog_bytes` bytes (`MEMORY USAGE`; per stream with `EVENT_SHARDS` above 1,
+    `common.eventshards`), waiting up to `backpressure_wait_s`;
     the end event and final record are retried through Redis errors for `finish_retry_s`; a running
     job's work-horse renews a heartbeat key with TTL `heartbeat_ttl_s`, and each worker's reaper
     (every `reaper_interval_s`) hands a job whose heartbeat has been gone for `reaper_grace_s` back

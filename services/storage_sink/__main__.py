@@ -1,10 +1,14 @@
-"""`python -m services.storage_sink`: consume the event stream until SIGTERM/SIGINT."""
+"""`python -m services.storage_sink`: consume the event stream until SIGTERM/SIGINT; with several event
+shards (`EVENT_SHARDS`), one consumer thread per shard of `SINK_SHARDS`, sharing the Redis client and
+the object store."""
 
 from __future__ import annotations
 
 import signal
 import threading
 
+from common import keys
+from common.eventshards import parse_shards
 from common.objectstore import open_store
 from common.service import redis_client, setup_logging, start_metrics_port
 from services.storage_sink.consumer import SinkConsumer
@@ -13,18 +17,27 @@ from services.storage_sink.writer import TrajectoryWriter
 
 
 def main() -> None:
-    """Start the metrics port and consume; a signal finishes the current batch, then exits."""
+    """Start the metrics port and consume; a signal finishes the current batches, then exits."""
     settings = SinkSettings()
     setup_logging(settings.log_level)
     start_metrics_port(settings.metrics_port)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
-    consumer = SinkConsumer(redis_client(settings.redis_url), TrajectoryWriter(open_store(settings)), settings)
+    client, writer = redis_client(settings.redis_url), TrajectoryWriter(open_store(settings))
+    consumers = [SinkConsumer(client, writer, settings, keys.events_stream(shard))
+                 for shard in parse_shards(settings.shards, settings.event_shards)]
+    others = [threading.Thread(target=c.run_forever, args=(stop,), name=f"sink-{c.stream}") for c in consumers[1:]]
     try:
-        consumer.run_forever(stop)
+        for thread in others:
+            thread.start()
+        consumers[0].run_forever(stop)
     finally:
-        consumer.close()
+        stop.set()
+        for thread in others:
+            thread.join()
+        for consumer in consumers:
+            consumer.close()
 
 
 if __name__ == "__main__":

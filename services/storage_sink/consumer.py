@@ -10,8 +10,10 @@ its objects are written (one XACK + XDEL per batch), so XLEN is the unpersisted 
 watch for backpressure. Undecodable entries, and entries
 whose write failed more than `max_deliveries` times while the store was otherwise healthy, go to the
 dead-letter stream, which is capped at `dead_letter_max` entries (approximate MAXLEN); a dead
-letter's PNG is stored aside in the object store (`_dead_letters/{entry_id}.png`) and the entry keeps
-only its key.
+letter's PNG is stored aside in the object store (`_dead_letters/{entry_id}.png`; of event shard n > 0:
+`_dead_letters/shard-{n}/{entry_id}.png`) and the entry keeps only its key and its source stream.
+A consumer reads one stream (one shard of the events, `common.eventshards`); a sink runs one per shard
+it is assigned (`services/storage_sink/__main__.py`).
 
 While the store is down (a write fails and `ObjectStore.healthy()` is false) nothing is dead-lettered:
 the consumer backs off (1 s doubling to `outage_backoff_max_s`) and retries its own pending entries
@@ -121,10 +123,13 @@ class BatchLocks:
 
 
 class SinkConsumer:
-    """One consumer of group `keys.SINK_GROUP` on `keys.EVENTS_STREAM`."""
+    """One consumer of group `keys.SINK_GROUP` on `stream` (one event shard, `common.eventshards`;
+    `keys.EVENTS_STREAM` by default)."""
 
-    def __init__(self, client: redis.Redis, writer: TrajectoryWriter, settings: SinkSettings) -> None:
+    def __init__(self, client: redis.Redis, writer: TrajectoryWriter, settings: SinkSettings,
+                 stream: str = keys.EVENTS_STREAM) -> None:
         self.client = client
+        self.stream = stream
         self.writer = writer
         self.settings = settings
         self.outage = False
@@ -146,41 +151,43 @@ class SinkConsumer:
     def ensure_group(self) -> None:
         """Create the consumer group (and the stream) if missing."""
         try:
-            self.client.xgroup_create(keys.EVENTS_STREAM, keys.SINK_GROUP, id="0", mkstream=True)
+            self.client.xgroup_create(self.stream, keys.SINK_GROUP, id="0", mkstream=True)
         except redis.ResponseError as exc:
             if "BUSYGROUP" not in str(exc):
                 raise
 
     def _claim(self) -> Entries:
-        result: Any = self.client.xautoclaim(keys.EVENTS_STREAM, keys.SINK_GROUP, self.settings.consumer,
+        result: Any = self.client.xautoclaim(self.stream, keys.SINK_GROUP, self.settings.consumer,
                                              min_idle_time=self.settings.claim_idle_ms, start_id="0-0",
                                              count=self.settings.batch)
         entries = [(eid, fields) for eid, fields in result[1] if fields]
         deleted = [eid for eid, fields in result[1] if not fields]  # trimmed while pending: nothing to write
         if deleted:
-            self.client.xack(keys.EVENTS_STREAM, keys.SINK_GROUP, *deleted)
+            self.client.xack(self.stream, keys.SINK_GROUP, *deleted)
         CLAIMED.inc(len(entries))
         return entries
 
     def _read(self, block_ms: int | None, entry_id: str = ">") -> Entries:
         """New entries (`>`), or this consumer's own pending ones (`0`)."""
-        result: Any = self.client.xreadgroup(keys.SINK_GROUP, self.settings.consumer, {keys.EVENTS_STREAM: entry_id},
+        result: Any = self.client.xreadgroup(keys.SINK_GROUP, self.settings.consumer, {self.stream: entry_id},
                                              count=self.settings.batch, block=block_ms)
         return [(eid, fields) for _, messages in (result or []) for eid, fields in messages if fields]
 
     def _done(self, *entry_ids: bytes) -> None:
         """Acknowledge and delete entries (one round trip)."""
         pipe = self.client.pipeline(transaction=False)
-        pipe.xack(keys.EVENTS_STREAM, keys.SINK_GROUP, *entry_ids)
-        pipe.xdel(keys.EVENTS_STREAM, *entry_ids)
+        pipe.xack(self.stream, keys.SINK_GROUP, *entry_ids)
+        pipe.xdel(self.stream, *entry_ids)
         pipe.execute()
 
     def _dead_letter(self, entry_id: bytes, fields: dict[bytes, bytes], error: str) -> None:
         dead: dict[Any, Any] = {k: v for k, v in fields.items() if k != b"png"}
-        dead.update({b"error": error.encode(), b"source_id": entry_id})
+        dead.update({b"error": error.encode(), b"source_id": entry_id, b"source_stream": self.stream.encode()})
         png = fields.get(b"png")
         if png is not None:
-            key = f"{DEAD_LETTER_PREFIX}/{entry_id.decode()}.png"
+            # Entry ids repeat across shards: a shard's own folder (shard 0 keeps the folder of one stream).
+            shard = self.stream.removeprefix(keys.EVENTS_STREAM).strip(":")
+            key = f"{DEAD_LETTER_PREFIX}/{f'shard-{shard}/' if shard else ''}{entry_id.decode()}.png"
             try:
                 self.writer.store.put(key, png, "image/png")
                 dead[b"png_key"] = key.encode()
@@ -192,7 +199,7 @@ class SinkConsumer:
         log.error("dead-lettered %s: %s", entry_id, error)
 
     def _deliveries(self, entry_id: bytes) -> int:
-        info: Any = self.client.xpending_range(keys.EVENTS_STREAM, keys.SINK_GROUP, min=entry_id, max=entry_id,
+        info: Any = self.client.xpending_range(self.stream, keys.SINK_GROUP, min=entry_id, max=entry_id,
                                                count=1)
         return int(info[0]["times_delivered"]) if info else 0
 

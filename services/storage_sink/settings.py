@@ -5,17 +5,19 @@ from __future__ import annotations
 import os
 import socket
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
+from common.eventshards import EventShardSettings, parse_shards
 from common.settings import ObjectStoreSettings, ServiceSettings
 
 
-class SinkSettings(ServiceSettings, ObjectStoreSettings):
+class SinkSettings(ServiceSettings, ObjectStoreSettings, EventShardSettings):
     """Consumer name, batch size (entries per stream read), parallel object puts (`workers`, also the
     trajectories written at once), blocking read (ms), claim idle time (ms), delivery limit, metrics port;
     dead-letter stream cap (entries), per-trajectory lock timeout (s), longest back-off during a store
-    outage (s)."""
+    outage (s). `shards` (`SINK_SHARDS`): the event shards this sink consumes, of `EVENT_SHARDS`
+    (`common.eventshards.parse_shards`: "" = all, else e.g. `0,2-3`); one consumer per shard."""
 
     model_config = SettingsConfigDict(env_prefix="SINK_", extra="ignore", populate_by_name=True)
 
@@ -29,3 +31,9 @@ class SinkSettings(ServiceSettings, ObjectStoreSettings):
     lock_timeout_s: float = 30.0
     outage_backoff_max_s: float = 10.0
     metrics_port: int = 9102
+    shards: str = ""
+
+    @model_validator(mode="after")
+    def _known_shards(self) -> SinkSettings:
+        parse_shards(self.shards, self.event_shards)  # raises ValueError naming the bad item
+        return self
