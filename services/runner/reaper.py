@@ -31,6 +31,7 @@ import socket
 import threading
 import time
 import uuid
+from typing import Any
 
 import redis
 from rq import Queue
@@ -175,6 +176,16 @@ class Reaper:
             log.warning("enqueued %d overdue scheduled jobs of %s (no live RQ scheduler)", len(moved), name)
         return moved
 
+    def _beating(self, job_ids: list[str]) -> list[bool]:
+        """Whether each job's heartbeat key exists: one MGET per 1,000 jobs, not one EXISTS per job (at
+        10,000 rollouts in flight, 2,000 commands/s less with the default 5 s interval)."""
+        beating: list[bool] = []
+        for start in range(0, len(job_ids), 1000):
+            chunk = [keys.job_heartbeat(job_id) for job_id in job_ids[start:start + 1000]]
+            values: list[Any] = self.client.mget(chunk)  # type: ignore[assignment]
+            beating += [value is not None for value in values]
+        return beating
+
     def reap_dead_jobs(self, now: float) -> list[str]:
         """Hand every started job whose heartbeat has been missing for `grace_s` back to RQ."""
         reaped: list[str] = []
@@ -184,10 +195,10 @@ class Reaper:
             registry = StartedJobRegistry(name, connection=self.client, death_penalty_class=TimerDeathPenalty)
             entries: list[bytes] = self.client.zrange(registry.key, 0, -1)  # type: ignore[assignment]
             dead_entries = []
-            for entry in entries:
-                job_id = registry.parse_job_id(entry.decode())
+            job_ids = [registry.parse_job_id(entry.decode()) for entry in entries]
+            for entry, job_id, beating in zip(entries, job_ids, self._beating(job_ids), strict=True):
                 seen.add(job_id)
-                if self.client.exists(keys.job_heartbeat(job_id)):
+                if beating:
                     self._missing_since.pop(job_id, None)
                     self._seen_alive.add(job_id)
                     continue
