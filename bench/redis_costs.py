@@ -39,7 +39,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +78,12 @@ class CountingConnection(redis.Connection):
         for command in commands:
             CountingConnection.sent[str(command[0]).lower()] += 1
         return super().pack_commands(commands)  # type: ignore[no-any-return]
+
+
+def each(items: Iterable[Any], call: Callable[[Any], object]) -> None:
+    """`call` on every item, in order."""
+    for item in items:
+        call(item)
 
 
 def noop() -> None:
@@ -175,7 +181,7 @@ def _env_pool(meter: Meter, envs: int, leases: int) -> None:
     assert len(held) == leases
     meter.measure("take_clean", leases, lambda: [pool.take_clean(lease) for lease in held])
     meter.measure("renew", leases, lambda: [pool.renew(lease) for lease in held])
-    meter.measure("release", leases, lambda: [pool.release(lease, clean=True) for lease in held])
+    meter.measure("release", leases, lambda: each(held, lambda lease: pool.release(lease, clean=True)))
     scans = 20  # each reads the whole registry: a few suffice
     meter.measure("scan_read", scans, lambda: [(client.smembers(keys.ENV_UNHEALTHY), client.hgetall(keys.ENV_REGISTRY))
                                                for _ in range(scans)])
@@ -253,7 +259,7 @@ def _bookkeeping(meter: Meter, jobs: int) -> None:
     client = meter.client
     save_run_meta(client, RunMeta(run_id="run-b", created_at=time.time(), total_rollouts=10 ** 6, queue="cua-default",
                                   priority="default", rollouts_per_task=1, max_steps=15, model="m", task_ids=["task"]))
-    meter.measure("rollout_bookkeeping", 200, lambda: [_rollout_bookkeeping(client, i) for i in range(200)])
+    meter.measure("rollout_bookkeeping", 200, lambda: each(range(200), lambda i: _rollout_bookkeeping(client, i)))
     meter.measure("wait_release", 100, lambda: [client.blpop([keys.ENV_FREED], timeout=0.01) for _ in range(100)])
     queue = Queue("cua-default", connection=client)
     for _ in range(jobs):
