@@ -4,8 +4,9 @@ A lease is O(1) whatever the pool's size: one script (`common/envpool_scripts.py
 set of free envs (`keys.ENV_FREE`, or `keys.env_free(provider)`) and sets its lease key `SET
 keys.env_lease(id) <owner> NX PX <ttl>`; the owner renews it while it works. Release, an expired lease
 (its owner died: found by the next leaser that finds nothing free, or by the reaper's `reclaim`), a
-registration and a health change put the env back in the free sets exactly when it is registered,
-healthy, not dedicated and not leased (a set: never twice). One reset per rollout, off the rollout's
+registration (new or changed) and a health change put the env back in the free sets exactly when it is
+registered, healthy, not dedicated and not leased (a set: never twice); the reaper's `reconcile` repairs
+a pool written otherwise (by an older version, by hand). One reset per rollout, off the rollout's
 critical path: the owner resets the env after its rollout and frees it with `release(lease,
 clean=True)`, which adds it to `keys.ENV_CLEAN` in the same script; the next leaser takes that mark
 (`take_clean`) and skips the reset. An env without the mark (newly registered, or freed by an expired

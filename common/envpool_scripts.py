@@ -163,10 +163,12 @@ drop_free(ARGV[5], (record(ARGV[5])))
 return 1
 """
 
-#: ARGV[3] env id, ARGV[4] its record (JSON with "provider"). Adds or updates it, then settles it.
+#: ARGV[3] env id, ARGV[4] its record (JSON with "provider"). Adds or updates it, then settles it; an
+#: unchanged record is left as it is (providers register their envs again every few seconds).
 REGISTER = _PRELUDE + """
 local id = ARGV[3]
-local old = record(id)
+local old, old_raw = record(id)
+if old_raw == ARGV[4] then return 0 end
 local rec = cjson.decode(ARGV[4])
 if old ~= nil and old.provider ~= rec.provider then redis.call('srem', provider_free(old.provider), id) end
 redis.call('hset', REGISTRY, id, ARGV[4])
