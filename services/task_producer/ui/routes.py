@@ -20,9 +20,10 @@ from common.stats import run_stats
 from services.task_producer.deps import RunIdPath, TrajectoryPath, get_redis, get_settings, get_store
 from services.task_producer.queueing import queue_stats
 from services.task_producer.settings import ProducerSettings
+from services.task_producer.ui.login import require_ui_token
 from services.task_producer.ui.trajectory_view import load_steps
 
-router = APIRouter(prefix="/ui", tags=["dashboard"], include_in_schema=True)
+router = APIRouter(prefix="/ui", tags=["dashboard"], include_in_schema=True, dependencies=[Depends(require_ui_token)])
 templates = Jinja2Templates(directory=Path(__file__).with_name("templates"))
 #: Seconds between reloads of pages that show live progress.
 REFRESH_S = 5
@@ -33,7 +34,9 @@ def _replicas(settings: ProducerSettings) -> dict[str, Any]:
     if not settings.gateway_url:
         return {"error": "no gateway configured (PRODUCER_GATEWAY_URL)", "replicas": []}
     try:
-        response = httpx.get(f"{settings.gateway_url.rstrip('/')}/admin/replicas", timeout=2.0)
+        token = settings.gateway_admin_token
+        headers = {"Authorization": f"Bearer {token.get_secret_value()}"} if token else {}
+        response = httpx.get(f"{settings.gateway_url.rstrip('/')}/admin/replicas", headers=headers, timeout=2.0)
         response.raise_for_status()
         return {"error": None, "replicas": response.json().get("replicas", [])}
     except (httpx.HTTPError, ValueError) as exc:
