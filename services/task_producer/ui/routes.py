@@ -60,7 +60,7 @@ def run_page(request: Request, run_id: RunIdPath, client: Annotated[redis.Redis,
     summary = summarize_run(client, run_id, include_rollouts=True)
     if summary is None:
         raise HTTPException(404, f"run {run_id!r} not found")
-    stats = run_stats(run_id, summary.rollouts)  # the records the summary already read
+    stats = run_stats(run_id, summary.rollouts, summary.total)  # the records the summary already read
     rollouts = sorted(summary.rollouts, key=lambda r: (r.reward is not None and r.reward >= 1.0,
                                                       r.status.is_terminal, r.task_id, r.rollout_index))
     return templates.TemplateResponse(request, "run.html", {
