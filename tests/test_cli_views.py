@@ -84,7 +84,8 @@ def test_stats_shows_where_the_env_time_went() -> None:
 
     usage = EnvUtilisation(env_seconds=200.0, shares={"in_step": 0.9, "startup": 0.04, "reset": 0.05,
                                                        "evaluation": 0.01})
-    stats = RunStats(run_id="r", score=benchmark_score([]), overall=rate(0, 0), domains={}, pass_at_k={}, infra_failures=0, unrewarded={},
+    stats = RunStats(run_id="r", score=benchmark_score([]), overall=rate(0, 0), domains={}, pass_at_k={},
+                     infra_failures=0, unrewarded={},
                      latency_ms={}, cost_per_success={"env_seconds": None, "model_seconds": None, "tokens": None},
                      env_utilisation=usage)
     rows = {line.split("│")[1].strip(): line for line in _render(utilisation_table(stats)).splitlines()
