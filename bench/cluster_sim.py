@@ -19,7 +19,7 @@ every other runner's try for the round's lock.
 "Rollouts per runner": each runner process runs that many rollouts at once, each with its own job,
 lease, heartbeat and events (issue 27 point 3, `RUNNER_CONCURRENCY`, is built after this; its
 per-rollout Redis traffic is modelled as today's one rollout per worker process, and the reaper lock
-is tried once per runner process). The default scenario assumes 10 per runner, the count at which
+is tried once per runner process). The default scenario (F) assumes 10 per runner, the count at which
 1,000 runners fill 10,000 env pods; `--rollouts-per-runner` re-runs it with the default chosen there.
 
 Outputs, per scenario side by side: Redis commands per step and per second, Redis main-thread
@@ -42,28 +42,28 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 #: bench/redis_costs.py: per operation, commands sent / run (a script's own calls included) / Redis
 #: main-thread CPU in microseconds (an upper bound: one command at a time on an otherwise idle server)
-#: and execution time (a lower bound). 10,000 registered envs, 300 KiB PNGs; measured on 2026-11-24 on
-#: the shared 2-core development machine (see bench/README.md for its load then).
+#: and execution time (a lower bound). 10,000 registered envs, 300 KiB PNGs; measured on the shared
+#: 2-core development machine at load average 13-18 (bench/README.md, "Cluster scale").
 MEASURED: dict[str, dict[str, float]] = {
-    "lease": {"sent": 1.0, "run": 8.0, "cpu_usec": 104.0, "exec_usec": 75.4},
-    "lease_none_free": {"sent": 1.0, "run": 13.0, "cpu_usec": 74.9, "exec_usec": 44.0},
-    "wait_release": {"sent": 1.0, "run": 1.0, "cpu_usec": 118.2, "exec_usec": 9.8},
-    "take_clean": {"sent": 1.0, "run": 1.0, "cpu_usec": 27.7, "exec_usec": 0.5},
-    "renew": {"sent": 1.0, "run": 5.0, "cpu_usec": 67.0, "exec_usec": 29.8},
-    "release": {"sent": 1.0, "run": 13.0, "cpu_usec": 93.1, "exec_usec": 52.4},
-    "scan_read": {"sent": 2.0, "run": 2.0, "cpu_usec": 4876.8, "exec_usec": 18401.7},
-    "scan_set_nx": {"sent": 1.0, "run": 1.0, "cpu_usec": 26.6, "exec_usec": 4.3},
-    "reclaim": {"sent": 1.01, "run": 3.01, "cpu_usec": 51.5, "exec_usec": 23.7},
-    "is_cancelled": {"sent": 1.0, "run": 1.0, "cpu_usec": 24.6, "exec_usec": 0.5},
-    "publish_png": {"sent": 2.0, "run": 2.0, "cpu_usec": 777.5, "exec_usec": 53.4},
-    "publish_key": {"sent": 2.0, "run": 2.0, "cpu_usec": 68.7, "exec_usec": 6.3},
-    "sink_png": {"sent": 1.16, "run": 3.19, "cpu_usec": 155.9, "exec_usec": 164.9},
-    "sink_key": {"sent": 1.16, "run": 3.19, "cpu_usec": 24.2, "exec_usec": 9.3},
-    "rollout_bookkeeping": {"sent": 6.01, "run": 19.01, "cpu_usec": 354.3, "exec_usec": 92.8},
-    "rq_job": {"sent": 52.2, "run": 52.2, "cpu_usec": 1285.6, "exec_usec": 300.4},
-    "job_heartbeat": {"sent": 1.0, "run": 1.0, "cpu_usec": 37.8, "exec_usec": 4.3},
+    "lease": {"sent": 1.0, "run": 8.0, "cpu_usec": 89.8, "exec_usec": 55.5},
+    "take_clean": {"sent": 1.0, "run": 1.0, "cpu_usec": 21.8, "exec_usec": 0.5},
+    "renew": {"sent": 1.0, "run": 5.0, "cpu_usec": 51.1, "exec_usec": 21.0},
+    "release": {"sent": 1.0, "run": 13.0, "cpu_usec": 70.9, "exec_usec": 37.0},
+    "scan_read": {"sent": 2.0, "run": 2.0, "cpu_usec": 3278.5, "exec_usec": 3983.0},
+    "scan_set_nx": {"sent": 1.0, "run": 1.0, "cpu_usec": 22.7, "exec_usec": 1.2},
+    "lease_none_free": {"sent": 1.0, "run": 13.0, "cpu_usec": 60.7, "exec_usec": 34.7},
+    "reclaim": {"sent": 1.01, "run": 3.01, "cpu_usec": 43.4, "exec_usec": 17.6},
+    "is_cancelled": {"sent": 1.0, "run": 1.0, "cpu_usec": 21.9, "exec_usec": 0.4},
+    "publish_png": {"sent": 2.0, "run": 2.0, "cpu_usec": 618.0, "exec_usec": 64.8},
+    "sink_png": {"sent": 1.16, "run": 3.19, "cpu_usec": 167.5, "exec_usec": 166.1},
+    "publish_key": {"sent": 2.0, "run": 2.0, "cpu_usec": 67.3, "exec_usec": 5.4},
+    "sink_key": {"sent": 1.16, "run": 3.19, "cpu_usec": 21.7, "exec_usec": 8.9},
+    "rollout_bookkeeping": {"sent": 6.01, "run": 19.01, "cpu_usec": 320.6, "exec_usec": 77.4},
+    "wait_release": {"sent": 1.0, "run": 1.0, "cpu_usec": 150.2, "exec_usec": 9.9},
+    "rq_job": {"sent": 52.2, "run": 52.2, "cpu_usec": 824.7, "exec_usec": 213.0},
+    "job_heartbeat": {"sent": 1.0, "run": 1.0, "cpu_usec": 30.1, "exec_usec": 3.0},
     "reaper_per_job": {"sent": 0.002, "run": 0.002, "cpu_usec": 0.5, "exec_usec": 0.3},
-    "reaper_lock": {"sent": 2.0, "run": 2.0, "cpu_usec": 54.0, "exec_usec": 2.6},
+    "reaper_lock": {"sent": 2.0, "run": 2.0, "cpu_usec": 42.9, "exec_usec": 1.9},
 }
 #: The operations of the env pool (the "of which env lease" lines).
 LEASE_OPS = ("lease", "lease_none_free", "wait_release", "take_clean", "renew", "release", "scan_read",
@@ -133,6 +133,7 @@ class Tally:
     envs_leased: int = 0  # sum of envs leased
     model_waiting: int = 0  # sum of steps queued at replicas
     env_waiting: int = 0  # sum of rollouts waiting for a free env
+    in_job: int = 0  # sum of slots running a rollout
 
 
 class Simulation:
@@ -183,6 +184,7 @@ class Simulation:
         self.t.envs_leased += self.s.env_pods - len(self.free_envs)
         self.t.model_waiting += sum(len(q) for q in self.replica_queue)
         self.t.env_waiting += self.waiting_for_env
+        self.t.in_job += self.in_job
         # what runs every few seconds while a rollout holds its job and lease, for this second
         self.op("job_heartbeat", self.in_job / HEARTBEAT_S)
         self.op("renew", (self.s.env_pods - len(self.free_envs)) / LEASE_RENEW_S)
@@ -295,11 +297,11 @@ class Report:
 
     def first_to_saturate(self) -> tuple[str, float]:
         """The part that limits throughput: Redis when its main thread is over 1 (the simulation does
-        not slow it down: everything would queue there), else the most utilized part, preferring at
-        equal utilization (to 0.01) one with work queued in front of it."""
+        not slow it down: everything would queue there), else the most utilized part (runner slots and
+        env pods count only while working, not while they wait for a replica or an env)."""
         if self.saturation["Redis main thread"] >= 1.0:
             return "Redis main thread", self.saturation["Redis main thread"]
-        part = max(self.saturation, key=lambda p: (round(self.saturation[p], 2), self.waiting.get(p, 0.0)))
+        part = max(self.saturation, key=lambda p: self.saturation[p])
         return part, self.saturation[part]
 
 
@@ -344,14 +346,18 @@ def report(scenario: Scenario, tally: Tally, window_s: float, costs: dict[str, d
         "pod creations/s": tally.pod_creations / window_s,
         "sink replicas needed (1 put at a time)": steps_per_s * (2 if scenario.png_in_stream else 1) * a.sink_put_s,
     }
-    leased = tally.envs_leased / max(tally.samples, 1)
-    waiting = {"model replicas": tally.model_waiting / max(tally.samples, 1),
-               "env pods (leased)": tally.env_waiting / max(tally.samples, 1)}
+    samples = max(tally.samples, 1)
+    leased, in_job = tally.envs_leased / samples, tally.in_job / samples
+    waiting = {"model replicas": tally.model_waiting / samples, "env pods (working)": tally.env_waiting / samples}
+    values["rollouts in flight"] = in_job
+    values["env pods leased, fraction"] = leased / scenario.env_pods
     values["steps waiting for a replica"] = waiting["model replicas"]
-    values["rollouts waiting for an env"] = waiting["env pods (leased)"]
+    values["rollouts waiting for an env"] = waiting["env pods (working)"]
     saturation = {
         "model replicas": tally.model_busy_s / window_s / (scenario.replicas * a.replica_slots),
-        "env pods (leased)": leased / scenario.env_pods,
+        # a rollout or env is working when it is not waiting: for a replica, or (a rollout) for an env
+        "runner slots (working)": (in_job - sum(waiting.values())) / (scenario.runners * scenario.rollouts_per_runner),
+        "env pods (working)": (leased - waiting["model replicas"]) / scenario.env_pods,
         "Redis main thread": redis_cpu,
         "Redis NIC": 2 * stream_in * 8 / (a.nic_gbps * 1e9),
         "API server pod creations": tally.pod_creations / window_s / a.api_pod_creations_per_s,
@@ -361,21 +367,23 @@ def report(scenario: Scenario, tally: Tally, window_s: float, costs: dict[str, d
 
 
 #: The name of the default configuration's scenario in `scenarios()`.
-DEFAULT = "E: default"
+DEFAULT = "F: default"
 
 
 def scenarios(rollouts_per_runner: int = 10) -> list[Scenario]:
     """The issue's scale: 10,000 env pods, 1,000 runners, 64 replicas. A-C: the code before issue 27
-    (scan lease, PNGs in the stream); D: the O(1) free-set lease (this code) with PNGs still in the
-    stream; E, the default configuration once issue 27 is complete: D with PNG keys in the stream
-    (point 2) and `rollouts_per_runner` rollouts per runner process (point 3), one event shard."""
+    (scan lease, PNGs in the stream); D: the O(1) free-set lease (this code) as configured today, one
+    rollout per runner and PNGs in the stream; E: D with `rollouts_per_runner` rollouts per runner
+    process (point 3); F, the default configuration once issue 27 is complete: E with PNG keys in the
+    stream (point 2), one event shard."""
     many = rollouts_per_runner
     return [
         Scenario("A: before 27, 1 rollout/runner", lease="scan"),
         Scenario("B: before 27, 10/runner", rollouts_per_runner=10, lease="scan"),
         Scenario("C: B, per-rollout pods", rollouts_per_runner=10, mode="per-rollout", lease="scan"),
-        Scenario(f"D: free-set lease, {many}/runner, PNG in stream", rollouts_per_runner=many),
-        Scenario(f"{DEFAULT}: D + PNG keys in stream", rollouts_per_runner=many, png_in_stream=False),
+        Scenario("D: free-set lease, 1/runner, PNG in stream"),
+        Scenario(f"E: D with {many}/runner", rollouts_per_runner=many),
+        Scenario(f"{DEFAULT}: E + PNG keys in stream", rollouts_per_runner=many, png_in_stream=False),
     ]
 
 
@@ -406,7 +414,7 @@ def main(argv: list[str] | None = None) -> list[Report]:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--rollouts-per-runner", type=int, default=10,
                         help="of the default configuration (RUNNER_CONCURRENCY once issue 27 point 3 is built)")
-    parser.add_argument("--only", default="", help="simulate only the scenarios whose letter is listed (e.g. DE)")
+    parser.add_argument("--only", default="", help="simulate only the scenarios whose letter is listed (e.g. EF)")
     parser.add_argument("--measure", action="store_true", help="re-measure Redis costs (bench/redis_costs.py)")
     args = parser.parse_args(argv)
     costs = dict(MEASURED)
