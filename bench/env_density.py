@@ -6,19 +6,21 @@ Starts envs in batches (`services.desktop_env.launcher.LocalEnvLauncher`, one pe
 each batch:
 - memory of each new env at rest (PSS of its process tree: shared pages split between their users, so
   envs sum up to what they take together; `psutil` reading `/proc/*/smaps_rollup`) and the growth of
-  the machine's memory in use (`MemTotal - MemAvailable`, which other jobs on the machine move too);
+  the machine's memory in use since the start per env (`MemTotal - MemAvailable`, which other jobs on
+  the machine move too);
 - opens Calc (`libreoffice --calc`) and Chromium (`google-chrome about:blank`, the env's shim over
   Debian's chromium, as OSWorld's tasks start it) in each new env through `/setup/launch`, waits for
   both windows (`wmctrl -lx` through `/execute`), waits for the env's memory to settle, measures again;
-- checks every env started so far: each answers `GET /screenshot` within 2 s (3 times; one env after
-  the other, `--parallel` for more at once) while all the apps are open; and measures the envs' CPU
-  while idle with the apps open.
+- checks every env started so far: both its apps' windows are still there, and it answers `GET
+  /screenshot` within 2 s (3 times; one env after the other, `--parallel` for more at once) while all
+  the apps are open; and measures the envs' CPU while idle with the apps open.
 
 It stops at the first limit: memory (`MemAvailable` below `--reserve-mib`, left for the machine's other
 jobs), X (an Xvfb or display failure while starting), PIDs (threads near `kernel.pid_max`, `threads-max`
 or the cgroup's `pids.max`, or a start failing on fork), CPU (an env too slow on `/screenshot` or an app
 not up in time while memory is left), or at its own bounds (`--max-envs`, `--deadline-s`). It prints a
-row per batch, the limit hit and what would lift it, and the other processes using the machine. It ends
+row per batch, the limit hit and what would lift it, and the other processes that used the machine's
+CPU meanwhile (sampled at each batch). It ends
 only the processes it started (the launchers' envs, by PID; an env's apps die with its PID namespace).
 """
 
@@ -63,8 +65,9 @@ class Batch:
     envs: int  # envs alive after the batch
     rest_mib: float  # mean PSS of the batch's envs at rest
     apps_mib: float  # mean PSS with both apps open
-    machine_mib_per_env: float  # growth of the machine's memory in use per env of the batch (rest + apps)
-    healthy: int  # envs answering every /screenshot within the limit
+    machine_mib_per_env: float  # growth of the machine's memory in use since the start, per env alive
+    apps_open: int  # envs whose Calc and Chromium windows are both still there
+    healthy: int  # of those, the envs answering every /screenshot within the limit
     latency_p50_ms: float
     latency_max_ms: float
     idle_cpu_pct: float  # mean CPU % of one env with its apps open, idle (100 = one core)
@@ -174,12 +177,19 @@ def settle_mib(envs: list[Env], quiet_s: float = 5.0, timeout_s: float = 60.0) -
     return values
 
 
-def screenshot_sweep(envs: list[Env], limit_s: float, parallel: int, rounds: int = 3) -> tuple[int, list[float]]:
-    """Each env asked for `rounds` screenshots (`parallel` envs at a time); returns the number of envs
-    that answered every one within `limit_s` and every latency (ms)."""
-    def one(env: Env) -> tuple[bool, list[float]]:
+def screenshot_sweep(envs: list[Env], limit_s: float, parallel: int,
+                     rounds: int = 3) -> tuple[int, int, list[float]]:
+    """Each env asked whether both apps' windows are still there, then for `rounds` screenshots
+    (`parallel` envs at a time). Returns the envs with both apps open, those of them that answered
+    every screenshot within `limit_s`, and every latency (ms)."""
+    def one(env: Env) -> tuple[bool, bool, list[float]]:
         latencies, ok = [], True
         with DesktopEnvClient(env.url, timeout_s=limit_s * 5) as client:
+            try:
+                listing = (client.execute(["wmctrl", "-lx"]).output or "").lower()
+            except EnvError:
+                listing = ""
+            apps = all(cls in listing for cls in WINDOW_CLASSES.values())
             for _ in range(rounds):
                 started = time.monotonic()
                 try:
@@ -187,11 +197,12 @@ def screenshot_sweep(envs: list[Env], limit_s: float, parallel: int, rounds: int
                 except EnvError:
                     ok = False
                 latencies.append((time.monotonic() - started) * 1000)
-        return ok and max(latencies) <= limit_s * 1000, latencies
+        return apps, apps and ok and max(latencies) <= limit_s * 1000, latencies
 
     with ThreadPoolExecutor(parallel) as pool:
         results = list(pool.map(one, envs))
-    return sum(ok for ok, _ in results), [ms for _, lat in results for ms in lat]
+    return (sum(apps for apps, _, _ in results), sum(ok for _, ok, _ in results),
+            [ms for _, _, lat in results for ms in lat])
 
 
 def idle_cpu_pct(envs: list[Env], window_s: float = 5.0) -> float:
@@ -226,12 +237,12 @@ LIFT = {
 
 
 def run(max_envs: int, batch: int, deadline_s: float, reserve_mib: float, app_timeout_s: float,
-        screenshot_limit_s: float, parallel: int, root: Path) -> Result:
+        screenshot_limit_s: float, parallel: int, root: Path, tracker: Others) -> Result:
     """Grow the envs batch by batch until a limit or a bound; every env is stopped before returning."""
     result = Result()
     launchers: list[LocalEnvLauncher] = []
     envs: list[Env] = []
-    started = time.monotonic()
+    started, used_start = time.monotonic(), machine_used_mib()
     limit_threads, limit_name = thread_limit()
     try:
         while not result.limit:
@@ -239,7 +250,9 @@ def run(max_envs: int, batch: int, deadline_s: float, reserve_mib: float, app_ti
                 result.limit, result.detail = "bench bound", f"{len(envs)} envs (--max-envs {max_envs}, " \
                                                              f"--deadline-s {deadline_s:.0f})"
                 break
-            per_env = max(result.batches[-1].machine_mib_per_env if result.batches else 600.0, 1.0)
+            # the larger of the last batch's PSS with apps and the machine's growth per env so far
+            last = result.batches[-1] if result.batches else None
+            per_env = max(last.apps_mib, last.machine_mib_per_env) if last else 600.0
             count = min(batch, max_envs - len(envs))
             available = psutil.virtual_memory().available / MIB
             if available - count * per_env < reserve_mib:
@@ -247,7 +260,6 @@ def run(max_envs: int, batch: int, deadline_s: float, reserve_mib: float, app_ti
                 result.detail = (f"{available:,.0f} MiB available; {count} more envs at {per_env:,.0f} MiB each "
                                  f"would leave less than the {reserve_mib:,.0f} MiB reserved for other jobs")
                 break
-            used_before = machine_used_mib()
             launcher = LocalEnvLauncher(count, root / f"batch-{len(launchers)}", sandbox=None,
                                         base_display=100 + len(envs))
             launchers.append(launcher)
@@ -264,23 +276,25 @@ def run(max_envs: int, batch: int, deadline_s: float, reserve_mib: float, app_ti
                 list(pool.map(lambda env: open_apps(env, app_timeout_s), new))
             for env, mib in zip(new, settle_mib(new), strict=True):
                 env.apps_mib = mib
-            healthy, latencies = screenshot_sweep(envs, screenshot_limit_s, parallel)
+            apps_open, healthy, latencies = screenshot_sweep(envs, screenshot_limit_s, parallel)
             row = Batch(envs=len(envs), rest_mib=statistics.mean(e.rest_mib for e in new),
                         apps_mib=statistics.mean(e.apps_mib for e in new),
-                        machine_mib_per_env=(machine_used_mib() - used_before) / len(new), healthy=healthy,
+                        machine_mib_per_env=(machine_used_mib() - used_start) / len(envs), apps_open=apps_open,
+                        healthy=healthy,
                         latency_p50_ms=statistics.median(latencies), latency_max_ms=max(latencies),
                         idle_cpu_pct=idle_cpu_pct(envs), available_mib=psutil.virtual_memory().available / MIB,
                         threads=threads_in_use(), load=psutil.getloadavg()[0])
             result.batches.append(row)
+            tracker.sample()
             print_row(row, flush=True)
             failed = [e.apps_error for e in new if e.apps_error]
             if failed or healthy < len(envs):
                 memory_left = row.available_mib > reserve_mib
                 result.limit = "CPU" if memory_left else "memory"
-                result.detail = (f"{len(envs) - healthy} of {len(envs)} envs slower than {screenshot_limit_s:.0f} s "
-                                 f"on /screenshot (max {row.latency_max_ms:,.0f} ms); apps: {failed[:2] or 'up'}; "
-                                 f"load {row.load:.1f} on {psutil.cpu_count()} cores, "
-                                 f"{row.available_mib:,.0f} MiB available")
+                result.detail = (f"{len(envs) - healthy} of {len(envs)} envs unhealthy: {len(envs) - apps_open} with "
+                                 f"an app gone, the others slower than {screenshot_limit_s:.0f} s on /screenshot (max "
+                                 f"{row.latency_max_ms:,.0f} ms); new apps: {failed[:2] or 'up'}; load {row.load:.1f} "
+                                 f"on {psutil.cpu_count()} cores, {row.available_mib:,.0f} MiB available")
             elif row.threads > 0.9 * limit_threads:
                 result.limit, result.detail = "PIDs", f"{row.threads} threads, {limit_name} {limit_threads}"
     finally:
@@ -291,31 +305,51 @@ def run(max_envs: int, batch: int, deadline_s: float, reserve_mib: float, app_ti
 
 def print_row(row: Batch, flush: bool = False) -> None:
     """One line per batch."""
-    print(f"{row.envs:5d} {row.rest_mib:9.0f} {row.apps_mib:9.0f} {row.machine_mib_per_env:10.0f} {row.healthy:8d} "
+    print(f"{row.envs:5d} {row.rest_mib:9.0f} {row.apps_mib:9.0f} {row.machine_mib_per_env:10.0f} {row.apps_open:6d} "
+          f"{row.healthy:8d} "
           f"{row.latency_p50_ms:8.0f} {row.latency_max_ms:8.0f} {row.idle_cpu_pct:8.1f} {row.available_mib:10,.0f} "
           f"{row.threads:8d} {row.load:6.1f}", flush=flush)
 
 
-def snapshot() -> dict[int, tuple[float, float, str]]:
-    """Every process now: pid -> (CPU seconds so far, RSS MiB, command line)."""
-    rows = {}
-    for process in psutil.process_iter(["pid", "name", "cmdline", "memory_info", "cpu_times"]):
-        info = process.info
-        if info["memory_info"] is None or info["cpu_times"] is None:
-            continue
-        command = " ".join(info["cmdline"] or [info["name"] or "?"])[:90]
-        rows[info["pid"]] = (info["cpu_times"].user + info["cpu_times"].system, info["memory_info"].rss / MIB, command)
-    return rows
+class Others:
+    """CPU used by the processes this bench did not start, sampled at each batch (so jobs that come and
+    go between the start and the end are counted too): what else ran on the machine meanwhile."""
 
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.own = {psutil.Process().pid}
+        self.last: dict[int, float] = {}
+        self.used: dict[tuple[int, str], float] = {}  # (pid, command) -> CPU seconds since the start
+        self.rss: dict[tuple[int, str], float] = {}
+        self.sample()
 
-def others(before: dict[int, tuple[float, float, str]], seconds: float, top: int = 10) -> list[str]:
-    """The processes other than this bench's that used the most CPU since `before` (mean % of a core
-    over `seconds`), with their RSS: what else ran on the machine meanwhile."""
-    now, own = snapshot(), {psutil.Process().pid}
-    rows = [((cpu - before.get(pid, (0.0, 0.0, ""))[0]) * 100 / seconds, rss, pid, command)
-            for pid, (cpu, rss, command) in now.items() if pid not in own]
-    return [f"{cpu:6.1f}% {rss:7.0f} MiB {pid:7d} {command}"
-            for cpu, rss, pid, command in sorted(rows, reverse=True)[:top]]
+    def sample(self) -> None:
+        """Add each process's CPU since the last sample (a process's first: since the bench started)."""
+        for process in psutil.process_iter(["pid", "name", "cmdline", "memory_info", "cpu_times", "create_time"]):
+            info = process.info
+            if info["cpu_times"] is None or info["pid"] in self.own or self._mine(process):
+                continue
+            cpu = info["cpu_times"].user + info["cpu_times"].system
+            key = (info["pid"], " ".join(info["cmdline"] or [info["name"] or "?"])[:90])
+            if info["pid"] not in self.last and info["create_time"] < time.time() - (time.monotonic() - self.started):
+                self.last[info["pid"]] = cpu  # running before the bench: only what it uses from now on
+            self.used[key] = self.used.get(key, 0.0) + cpu - self.last.get(info["pid"], 0.0)
+            self.last[info["pid"]] = cpu
+            if info["memory_info"] is not None:
+                self.rss[key] = info["memory_info"].rss / MIB
+
+    def _mine(self, process: psutil.Process) -> bool:
+        try:
+            return any(parent.pid in self.own for parent in process.parents())
+        except psutil.NoSuchProcess:
+            return True
+
+    def top(self, count: int = 12) -> list[str]:
+        """The processes that used the most CPU, as `mean % of a core, RSS MiB, pid, command`."""
+        seconds = time.monotonic() - self.started
+        rows = sorted(self.used.items(), key=lambda kv: kv[1], reverse=True)[:count]
+        return [f"{100 * cpu / seconds:6.1f}% {self.rss.get(key, 0.0):7.0f} MiB {key[0]:7d} {key[1]}"
+                for key, cpu in rows]
 
 
 def main(argv: list[str] | None = None) -> Result:
@@ -331,17 +365,18 @@ def main(argv: list[str] | None = None) -> Result:
     args = parser.parse_args(argv)
     print(f"machine: {psutil.cpu_count()} cores, {psutil.virtual_memory().total / MIB:,.0f} MiB, load "
           f"{psutil.getloadavg()[0]:.1f}; threads limit {thread_limit()[1]} {thread_limit()[0]}")
-    before, started = snapshot(), time.monotonic()
-    print(f"{'envs':>5s} {'rest MiB':>9s} {'apps MiB':>9s} {'machine/env':>10s} {'healthy':>8s} {'p50 ms':>8s} "
-          f"{'max ms':>8s} {'idle CPU%':>8s} {'avail MiB':>10s} {'threads':>8s} {'load':>6s}")
+    tracker = Others()
+    print(f"{'envs':>5s} {'rest MiB':>9s} {'apps MiB':>9s} {'machine/env':>10s} {'apps':>6s} {'healthy':>8s} "
+          f"{'p50 ms':>8s} {'max ms':>8s} {'idle CPU%':>8s} {'avail MiB':>10s} {'threads':>8s} {'load':>6s}")
     with tempfile.TemporaryDirectory(prefix="env-density-") as tmp:
         result = run(args.max_envs, args.batch, args.deadline_s, args.reserve_mib, args.app_timeout_s,
-                     args.screenshot_limit_s, args.parallel, Path(tmp))
+                     args.screenshot_limit_s, args.parallel, Path(tmp), tracker)
     print(f"reached: {result.reached} envs healthy with Calc and Chromium open")
     print(f"stopped by: {result.limit}: {result.detail}")
     print(f"would lift it: {LIFT.get(result.limit, '?')}")
-    print("other processes by CPU during the run (mean % of a core, RSS at the end, pid, command):")
-    print("\n".join(f"  {line}" for line in others(before, time.monotonic() - started)))
+    tracker.sample()
+    print("other processes by CPU during the run (mean % of a core, last RSS, pid, command):")
+    print("\n".join(f"  {line}" for line in tracker.top()))
     return result
 
 
