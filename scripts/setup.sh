@@ -19,7 +19,8 @@ done
 # the apps of OSWorld's domains (Chrome -> Debian's chromium, LibreOffice with its GTK 3 front end, VLC,
 # GIMP, Thunderbird, the file manager, socat for Chrome's DevTools port), accessibility (AT-SPI bus,
 # pyatspi for the accessibility tree), recording (ffmpeg), OCR (tesseract) and sandboxes (iproute2);
-# `mimetype` (libfile-mimeinfo-perl) makes xdg-open type files by name first, as GNOME's gio does.
+# `mimetype` (libfile-mimeinfo-perl) makes xdg-open type files by name first, as GNOME's gio does;
+# a compiler and the headers code-server's native modules build against (VS Code, below).
 PACKAGES=(
   redis-server:redis-server
   xvfb:Xvfb
@@ -59,6 +60,11 @@ PACKAGES=(
   python3-pyatspi:/usr/lib/python3/dist-packages/pyatspi
   iproute2:ip
   nginx:/usr/sbin/nginx
+  build-essential:/usr/share/build-essential/list
+  pkg-config:pkg-config
+  libkrb5-dev:/usr/include/krb5.h
+  libxkbfile-dev:/usr/include/X11/extensions/XKBfile.h
+  libsecret-1-dev:/usr/include/libsecret-1/libsecret/secret.h
 )
 
 missing=()
@@ -88,6 +94,16 @@ fi
 # the browser and its child processes the name `chrome`. Refreshed every run: an upgrade replaces the file.
 if [ -x /usr/lib/chromium/chromium ] && [ -w /usr/lib/chromium ]; then
   ln -f /usr/lib/chromium/chromium /usr/lib/chromium/chrome
+fi
+
+# VS Code for OSWorld's vs_code domain: code-server built offline from npm into /opt (minutes and
+# ~800 MB the first time; later runs only check its stamp). Needs root, as the packages above.
+code_server_prefix=${CUA_CODE_SERVER_PREFIX:-/opt/cua-code-server}
+if [ "$(id -u)" = 0 ] || [ -w "$(dirname "$code_server_prefix")" ]; then
+  scripts/install_code_server.sh "$code_server_prefix"
+else
+  echo "setup: VS Code is not installed (OSWorld's vs_code tasks need it); as root run:" >&2
+  echo "  scripts/install_code_server.sh $code_server_prefix" >&2
 fi
 
 # librosa compiles its numba functions when first imported (about a minute) and caches them in its
