@@ -274,8 +274,11 @@ class VSCodeServer:
         """Open `request`'s paths as desktop VS Code does (see `vscode_cli`), starting code-server
         and its window first when they do not run. Raises: ServerError."""
         with self._locked():
-            port = self.running_port() or self._start_server(request.disable_extensions)
-            needs_window = self.browser_pid() is None
+            port = self.running_port()
+            # a window left from a server that died (the agent may kill it) cannot take files
+            needs_window = port is None or self.browser_pid() is None
+            if port is None:
+                port = self._start_server(request.disable_extensions)
             if request.add or request.diff or request.reuse_window:
                 if needs_window:
                     self._launch_window(self.window_url(port, None, False))
