@@ -3,7 +3,8 @@
 `.venv-oracle/bin/python tests/oracle/agents/oracle_runner.py`; never imported by the product.
 
 Protocol (JSON lines, as `tests/oracle/runner.py`): `{"module": "ui_tars.action_parser", "func": ...,
-"args": [...], "kwargs": {...}}` calls a function; `{"episode": {...}}` plays OSWorld's `PromptAgent` over
+"args": [...], "kwargs": {...}}` calls a function; `{"module": ..., "attr": name}` reads a module constant;
+`{"episode": {...}}` plays OSWorld's `PromptAgent` over
 scripted replies (see `_episode`). Reply `{"ok": true, "value": ...}` or `{"ok": false, "error", "type"}`.
 
 Heavy or cloud imports the compared code does not use are stubbed (`STUBS`); packages whose `__init__`
@@ -86,6 +87,8 @@ def _handle(request: dict[str, Any]) -> dict[str, Any]:
     if "episode" in request:
         return _episode(request["episode"])
     module = importlib.import_module(request["module"])
+    if "attr" in request:  # a module constant (a prompt text, a key list)
+        return {"ok": True, "value": _jsonable(getattr(module, request["attr"]))}
     function = getattr(module, request["func"])
     try:
         value = function(*(request.get("args") or []), **(request.get("kwargs") or {}))
