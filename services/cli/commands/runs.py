@@ -70,8 +70,8 @@ def submit(
     run_id: Annotated[str | None, typer.Option(help="explicit run id")] = None,
     agent: Annotated[str | None, typer.Option(help="the agent (`cua-rollout agents`; default ui_tars_1_5)")] = None,
     agent_option: Annotated[list[str] | None, typer.Option(
-        "--agent-option", help="an agent option KEY=VALUE (repeatable; VALUE read as JSON when it parses, "
-                               "e.g. --agent-option observation_type=som --agent-option max_trajectory_length=5)")] = None,
+        "--agent-option", help="an agent option KEY=VALUE (repeatable; VALUE read as JSON when it parses, e.g. "
+                               "--agent-option observation_type=som --agent-option max_trajectory_length=5)")] = None,
     skip_invalid: Annotated[bool, typer.Option(help="submit the valid tasks, list the invalid ones")] = False,
     as_json: JsonOption = False,
 ) -> None:

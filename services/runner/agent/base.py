@@ -79,7 +79,7 @@ class AgentOptions(BaseModel):
     together (each a dict of option -> value), checked by `check_combinations`.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     invalid_combinations: ClassVar[tuple[dict[str, Any], ...]] = ()
 

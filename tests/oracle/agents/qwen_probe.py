@@ -25,7 +25,8 @@ def tool_calls(text: str) -> list[dict[str, Any]]:
     from qwen_agent.llm.fncall_prompts.nous_fncall_prompt import NousFnCallPrompt
     from qwen_agent.llm.schema import ContentItem, Message
 
-    messages = NousFnCallPrompt().postprocess_fncall_messages([Message(role="assistant", content=[ContentItem(text=text)])])
+    reply = Message(role="assistant", content=[ContentItem(text=text)])
+    messages = NousFnCallPrompt().postprocess_fncall_messages([reply])
     calls = []
     for message in messages:
         if message.function_call:

@@ -56,22 +56,7 @@ JSON_REPLIES = [
     '```json\n{"action_type": "MOVE_TO", "parameters": {"x": 1, "y": 2}}\n```\n```json\n{"action_type": "DONE"}\n```',
     "```json\n{not json}\n```", "nothing", '```json\n{"action_type": "WAIT"}\n```',
 ]
-EDGE_TREE = """<desktop-frame xmlns:st="https://accessibility.ubuntu.example.org/ns/state"
- xmlns:cp="https://accessibility.ubuntu.example.org/ns/component"
- xmlns:attr="https://accessibility.windows.example.org/ns/attributes">
- <application name="app"><frame name="Main">
-  <push-button name="OK" st:showing="true" st:visible="true" st:enabled="true" cp:screencoord="(10, 20)" cp:size="(80, 30)" attr:class="btn" attr:description="confirms"/>
-  <push-button name="Hidden" st:showing="false" st:visible="true" st:enabled="true" cp:screencoord="(10, 60)" cp:size="(80, 30)"/>
-  <push-button name="Disabled" st:showing="true" st:visible="true" cp:screencoord="(10, 100)" cp:size="(80, 30)"/>
-  <label name="" st:showing="true" st:visible="true" st:enabled="true" cp:screencoord="(10, 140)" cp:size="(80, 30)">He said "hi"</label>
-  <image name="" image="true" st:showing="true" st:visible="true" st:enabled="true" cp:screencoord="(200, 200)" cp:size="(64, 64)"/>
-  <entry name="Search" st:showing="true" st:visible="true" st:editable="true" cp:screencoord="(-5, 10)" cp:size="(100, 20)"/>
-  <entry name="Zero" st:showing="true" st:visible="true" st:editable="true" cp:screencoord="(5, 10)" cp:size="(0, 20)"/>
-  <menu-item name="Open" st:showing="true" st:visible="true" st:enabled="true" cp:screencoord="(300, 5)" cp:size="(60, 18)"/>
-  <document-web name="Page" st:showing="true" st:visible="true" st:enabled="true" cp:screencoord="(0, 400)" cp:size="(1920, 600)"/>
-  <panel name="Not kept" st:showing="true" st:visible="true" st:enabled="true" cp:screencoord="(0, 0)" cp:size="(10, 10)"/>
-  <table-cell name="A1" st:showing="true" st:visible="true" st:enabled="true" cp:screencoord="(400, 400)" cp:size="(90, 20)">=SUM(B1:B3)</table-cell>
- </frame></application></desktop-frame>"""
+EDGE_TREE = (FIXTURES / "edge_tree.xml").read_text()  # every edge of the filter: states, sizes, quotes, roles
 
 
 def _png_pixels(data_url: str) -> Any:

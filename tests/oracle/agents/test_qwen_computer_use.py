@@ -43,7 +43,8 @@ REPLIES = [
     '<think>I could call <tool_call>{"name": "x", "arguments": {}}</tool_call> but no.</think>\n'
     + _call({"action": "double_click", "coordinate": [5, 5]}, ""),
     '<tool_call>\n{"name": "computer_use", "arguments": {"action": "mouse_move", "coordinate": [1, 2]}}',  # unclosed
-    "I will click the icon.", "<tool_call>\n{\"name\": \"computer_use\", \"arguments\": {'action': 'wait'}}\n</tool_call>",
+    "I will click the icon.",
+    "<tool_call>\n{\"name\": \"computer_use\", \"arguments\": {'action': 'wait'}}\n</tool_call>",  # JSON5
 ]
 
 
@@ -103,4 +104,5 @@ def test_absolute_coordinates_map_through_the_official_resize(agent_oracle: Orac
     agent = QwenComputerUseAgent("task", (1920, 1080), QwenOptions())
     assert agent.model_screen == (width, height)
     click = agent.parse(_call({"action": "left_click", "coordinate": [width - 1, height // 2]})).actions[0]
-    assert (click.inputs["x"], click.inputs["y"]) == (round((width - 1) * 1920 / width), round(height // 2 * 1080 / height))
+    assert (click.inputs["x"], click.inputs["y"]) == (round((width - 1) * 1920 / width),
+                                                      round(height // 2 * 1080 / height))
