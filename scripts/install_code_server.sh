@@ -82,6 +82,12 @@ if ((${#missing[@]})); then
   fi
 fi
 
+# Behind a TLS-inspecting proxy its CA is in the system bundle (update-ca-certificates), which Node
+# ignores unless told: add it to Node's own (both the npm that downloads and the pinned one).
+if [ -z "${NODE_EXTRA_CA_CERTS:-}" ] && [ -f /etc/ssl/certs/ca-certificates.crt ]; then
+  export NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt
+fi
+
 started=$(date +%s)
 mkdir -p "$(dirname "$PREFIX")"
 work=$(mktemp -d "$(dirname "$PREFIX")/.cua-code-server-build.XXXXXX")

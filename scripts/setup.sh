@@ -14,66 +14,35 @@ for arg in "$@"; do
   esac
 done
 
-# Debian package : what proves it is installed, a command or (starting with /) a file glob; one per
-# line, so merges stay simple. The desktop (X, window manager, tools OSWorld's actions and tasks use),
-# the apps of OSWorld's domains (Chrome -> Debian's chromium, LibreOffice with its GTK 3 front end, VLC,
-# GIMP, Thunderbird, the file manager, socat for Chrome's DevTools port), accessibility (AT-SPI bus,
-# pyatspi for the accessibility tree), recording (ffmpeg), OCR (tesseract) and sandboxes (iproute2);
-# `mimetype` (libfile-mimeinfo-perl) makes xdg-open type files by name first, as GNOME's gio does;
-# a compiler and the headers code-server's native modules build against (VS Code, below).
+# Debian packages: `package probe`, the probe proving it is installed, a command or (starting with /) a
+# file glob. The desktop env's own list is deploy/desktop-packages.txt (the env pod image installs the
+# same); here what the other services and the tests need: Redis, OCR (tesseract, the runner's
+# compare_image_text), sandboxes (iproute2), nginx (the gateway benchmark), openssl; and what VS Code's
+# build needs (scripts/install_code_server.sh, below: a compiler and the headers code-server's native
+# modules build against).
 PACKAGES=(
-  redis-server:redis-server
-  xvfb:Xvfb
-  xdotool:xdotool
-  openbox:openbox
-  xterm:xterm
-  x11-utils:xdpyinfo
-  wmctrl:wmctrl
-  xclip:xclip
-  xsel:xsel
-  dbus-x11:dbus-launch
-  mousepad:mousepad
-  xdg-utils:xdg-open
-  libfile-mimeinfo-perl:mimetype
-  git:git
-  unzip:unzip
-  sudo:sudo
-  procps:pkill
-  chromium:chromium
-  openssl:openssl
-  vlc:vlc
-  ffmpeg:ffmpeg
-  util-linux:setpriv
-  libreoffice-calc:soffice
-  tesseract-ocr:tesseract
-  libglib2.0-bin:gsettings
-  gsettings-desktop-schemas:/usr/share/glib-2.0/schemas/org.gnome.desktop.background.gschema.xml
-  dconf-gsettings-backend:/usr/lib/*/gio/modules/libdconfsettings.so
-  libreoffice-writer:lowriter
-  libreoffice-impress:loimpress
-  libreoffice-gtk3:/usr/lib/libreoffice/program/libvclplug_gtk3lo.so
-  gimp:gimp
-  thunderbird:thunderbird
-  pcmanfm:pcmanfm
-  socat:socat
-  at-spi2-core:/usr/libexec/at-spi-bus-launcher
-  python3-pyatspi:/usr/lib/python3/dist-packages/pyatspi
-  iproute2:ip
-  nginx:/usr/sbin/nginx
-  build-essential:/usr/share/build-essential/list
-  pkg-config:pkg-config
-  libkrb5-dev:/usr/include/krb5.h
-  libxkbfile-dev:/usr/include/X11/extensions/XKBfile.h
-  libsecret-1-dev:/usr/include/libsecret-1/libsecret/secret.h
+  "redis-server redis-server"
+  "openssl openssl"
+  "tesseract-ocr tesseract"
+  "iproute2 ip"
+  "nginx /usr/sbin/nginx"
+  "build-essential /usr/share/build-essential/list"
+  "pkg-config pkg-config"
+  "libkrb5-dev /usr/include/krb5.h"
+  "libxkbfile-dev /usr/include/X11/extensions/XKBfile.h"
+  "libsecret-1-dev /usr/include/libsecret-1/libsecret/secret.h"
 )
+while read -r package probe; do
+  [[ -z $package || $package == \#* ]] || PACKAGES+=("$package $probe")
+done < deploy/desktop-packages.txt
 
 missing=()
 for entry in "${PACKAGES[@]}"; do
-  probe=${entry#*:}
+  probe=${entry#* }
   if [[ $probe == /* ]]; then
-    compgen -G "$probe" >/dev/null || missing+=("${entry%%:*}")
+    compgen -G "$probe" >/dev/null || missing+=("${entry%% *}")
   else
-    command -v "$probe" >/dev/null 2>&1 || missing+=("${entry%%:*}")
+    command -v "$probe" >/dev/null 2>&1 || missing+=("${entry%% *}")
   fi
 done
 if ((${#missing[@]})); then
@@ -136,7 +105,7 @@ if ((WITH_ORACLE)); then
     [ -x .venv-oracle/bin/python ] || "$PYTHON" -m venv .venv-oracle
     .venv-oracle/bin/python -m pip install -q --upgrade pip >/dev/null
     .venv-oracle/bin/python -m pip install -q -r tests/oracle/requirements.txt
-    .venv-oracle/bin/python -m pip install -q --no-deps "desktop-env==1.0.2"
+    .venv-oracle/bin/python -m pip install -q --no-deps "desktop-env==1.0.2" "qwen-agent==0.0.34" "qwen-vl-utils==0.0.14"
     warm_librosa .venv-oracle/bin/python
     rm -f .venv-oracle/.installed-* && touch "$oracle_stamp"
   fi

@@ -6,6 +6,7 @@ the API's JSON answer on stdout (progress, if any, goes to stderr).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -26,7 +27,7 @@ from services.cli.app import (
 )
 from services.cli.ops_views import failure_summary, runs_table
 from services.cli.output import print_json, watch_run
-from services.cli.results_views import detail_table, success_table, utilisation_table
+from services.cli.results_views import detail_table, score_table, success_table, utilisation_table
 from services.cli.views import rollout_table
 
 #: `--fail-on-error`: exit 1 when the finished run has a rollout that did not succeed.
@@ -42,6 +43,21 @@ def exit_on_failures(run: dict[str, Any], fail_on_error: bool) -> None:
         raise typer.Exit(EXIT_FAILURES)
 
 
+def parse_options(items: list[str]) -> dict[str, Any]:
+    """`["k=v", ...]` -> `{k: v}`, each value read as JSON when it parses (numbers, booleans), else the
+    text. Raises: ValueError naming an item without `=`."""
+    options: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--agent-option {item!r}: expected KEY=VALUE")
+        try:
+            options[key] = json.loads(value)
+        except ValueError:
+            options[key] = value
+    return options
+
+
 @app.command()
 def submit(
     path: Annotated[Path, typer.Argument(help="task JSON file, directory, or test_all.json-style index")],
@@ -52,6 +68,10 @@ def submit(
     model: Annotated[str | None, typer.Option(help="model name sent to the policy servers "
                                                    "(vLLM's --served-model-name; default ui-tars-1.5-7b)")] = None,
     run_id: Annotated[str | None, typer.Option(help="explicit run id")] = None,
+    agent: Annotated[str | None, typer.Option(help="the agent (`cua-rollout agents`; default ui_tars_1_5)")] = None,
+    agent_option: Annotated[list[str] | None, typer.Option(
+        "--agent-option", help="an agent option KEY=VALUE (repeatable; VALUE read as JSON when it parses, e.g. "
+                               "--agent-option observation_type=som --agent-option max_trajectory_length=5)")] = None,
     skip_invalid: Annotated[bool, typer.Option(help="submit the valid tasks, list the invalid ones")] = False,
     as_json: JsonOption = False,
 ) -> None:
@@ -71,6 +91,10 @@ def submit(
             fields["run_id"] = run_id
         if model:
             fields["model"] = model
+        if agent:
+            fields["agent"] = agent
+        if agent_option:
+            fields["agent_options"] = parse_options(agent_option)
         with ProducerClient(producer) as client:
             result = client.submit(loaded.tasks, **fields)
     if as_json:
@@ -88,7 +112,8 @@ def watch(
     fail_on_error: FailOnErrorOption = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Progress bar of a run until it finishes.
+    """Progress bar of a run until it finishes: the benchmark score, infrastructure failures beside it,
+    then the success rate over rewarded rollouts.
 
     With --json the bar goes to stderr and the finished run's JSON to stdout."""
     with usage_errors(), ProducerClient(producer) as client:
@@ -105,7 +130,8 @@ def stats(
     fail_on_error: FailOnErrorOption = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Status and reward per rollout; success per domain with Wilson 95% intervals, pass@k,
+    """Status and reward per rollout; the benchmark score per domain (sum of rewards over every rollout,
+    failures counted 0 and listed); success over rewarded rollouts per domain with Wilson 95% intervals, pass@k,
     infrastructure failures, latency p50/p95, cost per success and where the env time went (in steps,
     start-up, reset, evaluation) (`--json`: the run with `stats`)."""
     with usage_errors(), ProducerClient(producer) as client:
@@ -116,6 +142,7 @@ def stats(
     else:
         stats_model = RunStats.model_validate(run_stats)
         console.print(rollout_table(run))
+        console.print(score_table(stats_model))
         console.print(success_table(stats_model))
         console.print(detail_table(stats_model))
         console.print(utilisation_table(stats_model))
