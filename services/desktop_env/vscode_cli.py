@@ -6,7 +6,7 @@ a Chromium app window (`vscode_server.VSCodeServer`).
   call starts code-server and a window; a folder or workspace then opens in a new window, files in
   the last window; no path focuses the window (or reopens the last folder, as VS Code restores it).
 - `-g/--goto FILE:LINE[:COLUMN]`, `-n/--new-window`, `-r/--reuse-window`, `-a/--add FOLDER`,
-  `-d/--diff A B`, `--disable-extensions` (applies when this call starts the server).
+  `-d/--diff A B`.
 - `--install-extension ID|VSIX`, `--uninstall-extension ID`, `--list-extensions` (`--show-versions`,
   `--category`), `--force`: code-server's own extension commands on the env's extensions directory
   (`~/.vscode/extensions`). A marketplace ID needs the network (code-server asks Open VSX); a `.vsix`
@@ -14,8 +14,8 @@ a Chromium app window (`vscode_server.VSCodeServer`).
 - `-v/--version` prints VS Code's version, commit and architecture; `-h/--help` this summary.
 
 Other VS Code options are accepted with a warning and ignored, as VS Code warns about options it does
-not know. Usage errors print one `code: ...` line on stderr and exit 2; a code-server that does not
-start exits 1.
+not know (`--disable-extensions` among them: code-server's window has no such switch). Usage errors
+print one `code: ...` line on stderr and exit 2; a code-server that does not start exits 1.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pathlib import Path
 #: Short flags VS Code accepts and what they stand for.
 _SHORT = {"-n": "--new-window", "-r": "--reuse-window", "-g": "--goto", "-d": "--diff", "-a": "--add",
           "-w": "--wait", "-h": "--help", "-v": "--version", "-s": "--status"}
-_OPEN_FLAGS = {"--new-window", "--reuse-window", "--goto", "--diff", "--add", "--disable-extensions"}
+_OPEN_FLAGS = {"--new-window", "--reuse-window", "--goto", "--diff", "--add"}
 #: Extension commands handed to code-server as they are; those in _MANAGE_VALUES take a value.
 _MANAGE_FLAGS = {"--list-extensions", "--show-versions", "--force"}
 _MANAGE_VALUES = {"--install-extension", "--uninstall-extension", "--category"}
@@ -39,7 +39,8 @@ _IGNORED_VALUES = {"--locale", "--user-data-dir", "--extensions-dir", "--profile
 #: VS Code flags this command ignores (with a warning): they have no effect on code-server's window.
 _IGNORED_FLAGS = {"--wait", "--verbose", "--disable-gpu", "--disable-lcd-text", "--disable-chromium-sandbox",
                   "--pre-release", "--update-extensions", "--status", "--prof-startup", "--telemetry",
-                  "--transient", "--disable-workspace-trust", "--skip-add-to-recently-opened"}
+                  "--transient", "--disable-workspace-trust", "--skip-add-to-recently-opened",
+                  "--disable-extensions"}
 
 USAGE = """\
 Visual Studio Code (code-server) in this env
@@ -51,7 +52,6 @@ Usage: code [options] [paths...]
   -r --reuse-window                  Open a file or folder in the last window.
   -a --add <folder>                  Add folders to the last window.
   -d --diff <file> <file>            Compare two files with each other.
-  --disable-extensions               Start with extensions disabled (when this call starts VS Code).
   --list-extensions                  List the installed extensions (--show-versions, --category).
   --install-extension <ext-id|path>  Install an extension (a .vsix file works offline).
   --uninstall-extension <ext-id>     Uninstall an extension.
@@ -78,7 +78,6 @@ class CodeRequest:
     reuse_window: bool = False
     add: bool = False
     diff: bool = False
-    disable_extensions: bool = False
     manage: list[str] = field(default_factory=list)
     show: str | None = None
     warnings: list[str] = field(default_factory=list)

@@ -160,13 +160,11 @@ class VSCodeServer:
         except httpx.HTTPError:
             return False
 
-    def _start_server(self, disable_extensions: bool) -> int:
+    def _start_server(self) -> int:
         self._prepare()
         log_path = self.state_dir / "server.log"
         offset = log_path.stat().st_size if log_path.exists() else 0
         argv = [str(self.code_server), "--config", str(self.config_file)]
-        if disable_extensions:
-            argv += ["--vscode-option", "disable-extensions"]
         with open(log_path, "ab") as log:
             process = subprocess.Popen(argv, env=self._server_env(), cwd=self.home, stdin=subprocess.DEVNULL,
                                        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -257,8 +255,11 @@ class VSCodeServer:
                    "forceReuseWindow": request.reuse_window, "forceNewWindow": new_window,
                    "gotoLineMode": request.goto, "addMode": request.add, "diffMode": request.diff}
         socket = self._window_socket(paths[0] if paths else str(self.home))
-        with httpx.Client(transport=httpx.HTTPTransport(uds=socket), timeout=30.0) as client:
-            client.post("http://vscode/", content=json.dumps(message)).raise_for_status()
+        try:
+            with httpx.Client(transport=httpx.HTTPTransport(uds=socket), timeout=30.0) as client:
+                client.post("http://vscode/", content=json.dumps(message)).raise_for_status()
+        except httpx.HTTPError as exc:
+            raise ServerError(f"the VS Code window did not take the request ({socket}): {exc}") from exc
         self.focus()
 
     def focus(self) -> None:
@@ -278,11 +279,14 @@ class VSCodeServer:
             # a window left from a server that died (the agent may kill it) cannot take files
             needs_window = port is None or self.browser_pid() is None
             if port is None:
-                port = self._start_server(request.disable_extensions)
+                port = self._start_server()
             if request.add or request.diff or request.reuse_window:
                 if needs_window:
                     self._launch_window(self.window_url(port, None, False))
-                self._send_open(request.paths, request, request.new_window)
+                if request.paths:
+                    self._send_open(request.paths, request, request.new_window)
+                else:
+                    self.focus()
                 return
             first = request.paths[0] if request.paths else None
             plain = _strip_position(first) if first and request.goto else first

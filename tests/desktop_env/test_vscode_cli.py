@@ -36,9 +36,9 @@ def test_extension_commands_go_to_code_server_with_their_values() -> None:
 
 
 def test_unknown_and_ignored_options_warn_and_bad_lines_are_usage_errors() -> None:
-    request = parse(["--wait", "--locale", "de", "--frobnicate", "f.txt"], "/w")
-    assert request.paths == ["/w/f.txt"] and len(request.warnings) == 3
-    assert "frobnicate" in request.warnings[2]
+    request = parse(["--wait", "--locale", "de", "--frobnicate", "--disable-extensions", "f.txt"], "/w")
+    assert request.paths == ["/w/f.txt"] and len(request.warnings) == 4
+    assert "frobnicate" in request.warnings[2] and "disable-extensions" in request.warnings[3]
     with pytest.raises(UsageError, match="needs a value"):
         parse(["--install-extension"], "/")
     with pytest.raises(UsageError, match="two files"):
