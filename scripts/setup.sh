@@ -18,7 +18,8 @@ done
 # line, so merges stay simple. The desktop (X, window manager, tools OSWorld's actions and tasks use),
 # the apps of OSWorld's domains (Chrome -> Debian's chromium, LibreOffice with its GTK 3 front end, VLC,
 # GIMP, Thunderbird, the file manager, socat for Chrome's DevTools port), accessibility (AT-SPI bus,
-# pyatspi for the accessibility tree), recording (ffmpeg), OCR (tesseract) and sandboxes (iproute2);
+# pyatspi for the accessibility tree), recording (ffmpeg), OCR (tesseract) and sandboxes (bubblewrap,
+# iproute2, util-linux);
 # `mimetype` (libfile-mimeinfo-perl) makes xdg-open type files by name first, as GNOME's gio does.
 PACKAGES=(
   redis-server:redis-server
@@ -58,6 +59,7 @@ PACKAGES=(
   at-spi2-core:/usr/libexec/at-spi-bus-launcher
   python3-pyatspi:/usr/lib/python3/dist-packages/pyatspi
   iproute2:ip
+  bubblewrap:bwrap
   nginx:/usr/sbin/nginx
 )
 

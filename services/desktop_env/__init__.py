@@ -8,5 +8,5 @@ a warm zygote), `screen`, `x11`, `terminal`, `accessibility` (with `atspi_dump`,
 python3), `recording`, `wallpaper`, `operations`, `homemap` (`/home/user` mapping when not
 sandboxed), `processes` (marker-based process control), `server` + `pod` + `schemas` + `routes/`
 (FastAPI app), `launcher` (N local envs), `sandbox` (one env in its own namespaces; `netns`,
-`sandbox_fs`, `sandbox_user`, `syscalls`).
+`sandbox_fs`, `sandbox_user`; bubblewrap builds it).
 """

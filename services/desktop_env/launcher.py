@@ -152,7 +152,7 @@ class LocalEnvLauncher:
                                        size=self.sandbox_size)
             variables.update({sandbox.SPEC_VAR: spec.model_dump_json(),
                               "DESKTOP_ENV_ID": f"local-{index}-{net.env_ip}"})
-            argv = [sys.executable, "-m", "services.desktop_env.sandbox"]
+            argv = sandbox.supervisor_argv()
             url = f"http://{net.env_ip}:{sandbox.SERVER_PORT}"
         else:
             port = free_port(self.host)
