@@ -26,8 +26,22 @@ def token_matches(sent: str, expected: str) -> bool:
     return hmac.compare_digest(sent.encode("utf-8", "surrogateescape"), expected.encode("utf-8", "surrogateescape"))
 
 
+def check_token(sent: str | None, token: str | None, setting: str) -> None:
+    """Let the request through when `token` is empty or `sent` equals it (constant time).
+
+    Raises: HTTPException(401) naming `setting` when `sent` is missing or wrong."""
+    if not token:
+        return
+    if sent is None:
+        raise HTTPException(401, f"missing bearer token: send 'Authorization: Bearer <token>' ({setting})",
+                            headers={"WWW-Authenticate": "Bearer"})
+    if not token_matches(sent, token):
+        raise HTTPException(401, f"invalid bearer token (it does not match {setting})",
+                            headers={"WWW-Authenticate": 'Bearer error="invalid_token"'})
+
+
 def bearer_auth(token: str | None, setting: str) -> Callable[..., None]:
-    """A FastAPI dependency checking `Authorization: Bearer <token>`; use as
+    """A FastAPI dependency checking `Authorization: Bearer <token>` (`check_token`); use as
     `dependencies=[Depends(bearer_auth(settings.api_token, "PRODUCER_API_TOKEN"))]`.
 
     `token`: the expected token; empty or None lets every request through. `setting`: the name of the
@@ -38,14 +52,7 @@ def bearer_auth(token: str | None, setting: str) -> Callable[..., None]:
 
     # `Depends` as a default, not in `Annotated`: `scheme` is local, and the annotations are strings.
     def require_token(credentials: HTTPAuthorizationCredentials | None = Depends(scheme)) -> None:
-        if not token:
-            return
-        if credentials is None:
-            raise HTTPException(401, f"missing bearer token: send 'Authorization: Bearer <token>' ({setting})",
-                                headers={"WWW-Authenticate": "Bearer"})
-        if not token_matches(credentials.credentials, token):
-            raise HTTPException(401, f"invalid bearer token (it does not match {setting})",
-                                headers={"WWW-Authenticate": 'Bearer error="invalid_token"'})
+        check_token(credentials.credentials if credentials else None, token, setting)
 
     return require_token
 

@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from common import keys
 from common.run import AdaptiveRollouts
-from common.status import RolloutStatus
+from common.status import EXCLUDED_FROM_SCORE, RolloutStatus
 
 #: Default lifetime (s) of a finished run's keys (`RUN_TTL_S` overrides it through the settings).
 DEFAULT_RUN_TTL_S = 7 * 24 * 3600
@@ -98,13 +98,20 @@ class RunMeta(BaseModel):
 
 
 class RunSummary(BaseModel):
-    """Counts by status, success rate (mean reward of rewarded rollouts) and mean timings (ms)."""
+    """Counts by status; the benchmark score first (`score` = `total_reward` / `score_n`: the sum of
+    rewards over every rollout submitted but those that never ran by decision, see `common.stats`), the
+    infrastructure failures that exhausted their retries (`infra_failures`, counted 0 in the score), then
+    the success rate over rewarded rollouts only; mean timings (ms)."""
 
     run_id: str
     created_at: float
     total: int
     counts: dict[str, int]
     done: int
+    score: float | None = None
+    total_reward: float = 0.0
+    score_n: int = 0
+    infra_failures: int = 0
     success_rate: float | None
     mean_reward: float | None
     mean_duration_ms: float | None
@@ -189,6 +196,11 @@ def load_rollouts(client: redis.Redis, run_id: str) -> dict[str, RolloutRecord]:
     }
 
 
+def submitted_rollouts(client: redis.Redis, meta: RunMeta) -> int:
+    """How many rollouts the run has: those submitted plus those an adaptive run added since."""
+    return meta.total_rollouts + int(client.get(keys.run_added(meta.run_id)) or 0)  # type: ignore[arg-type]
+
+
 def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
@@ -196,7 +208,8 @@ def _mean(values: list[float]) -> float | None:
 def summarize_run(client: redis.Redis, run_id: str, include_rollouts: bool = False) -> RunSummary | None:
     """Summary of a run; rollouts with no record yet count as `queued`. None if the run is unknown.
 
-    success_rate = fraction of rewarded rollouts (completed/agent_fail/truncated) with reward >= 1;
+    score = sum of rewards / rollouts submitted (minus `EXCLUDED_FROM_SCORE`); success_rate = fraction
+    of rewarded rollouts (completed/agent_fail/truncated) with reward >= 1;
     rollouts without a reward (infrastructure failures, `unsupported`, `setup_error`, `eval_error`,
     `runner_error`, `parse_error`, `cancelled`) are not counted in it, but are `done` (terminal).
     """
@@ -205,19 +218,25 @@ def summarize_run(client: redis.Redis, run_id: str, include_rollouts: bool = Fal
         return None
     records = load_rollouts(client, run_id)
     counts: Counter[str] = Counter(r.status.value for r in records.values())
-    total = meta.total_rollouts + int(client.get(keys.run_added(run_id)) or 0)  # type: ignore[arg-type]
+    total = submitted_rollouts(client, meta)
     unrecorded = total - len(records)
     if unrecorded > 0:
         counts[RolloutStatus.QUEUED.value] += unrecorded
     terminal = [r for r in records.values() if r.status.is_terminal]
     rewarded = [r for r in terminal if r.reward is not None]
     rewards = [float(r.reward) for r in rewarded if r.reward is not None]
+    excluded = sum(counts.get(status.value, 0) for status in EXCLUDED_FROM_SCORE)
+    score_n = total - excluded
     return RunSummary(
         run_id=run_id,
         created_at=meta.created_at,
         total=total,
         counts=dict(counts),
         done=len(terminal),
+        score=sum(rewards) / score_n if score_n else None,
+        total_reward=sum(rewards),
+        score_n=score_n,
+        infra_failures=sum(1 for r in terminal if r.status.is_infra_failure),
         success_rate=_mean([1.0 if r >= 1.0 else 0.0 for r in rewards]),
         mean_reward=_mean(rewards),
         mean_duration_ms=_mean([r.duration_ms for r in terminal if r.duration_ms is not None]),
@@ -237,7 +256,7 @@ def run_is_finished(client: redis.Redis, run_id: str) -> bool | None:
     meta = load_run_meta(client, run_id)
     if meta is None:
         return None
-    total = meta.total_rollouts + int(client.get(keys.run_added(run_id)) or 0)  # type: ignore[arg-type]
+    total = submitted_rollouts(client, meta)
     done = int(client.scard(keys.run_terminal(run_id)))  # type: ignore[arg-type]
     return done >= total and (meta.adaptive is None or _all_settled(client, meta))
 

@@ -1,10 +1,13 @@
-"""Evaluation statistics of a run: success rates with Wilson intervals, unbiased pass@k, latency
-breakdown and cost per success (what `GET /v1/runs/{id}/stats` and `cua-rollout stats` show).
+"""Evaluation statistics of a run: the benchmark score, success rates with Wilson intervals, unbiased
+pass@k, latency breakdown and cost per success (what `GET /v1/runs/{id}/stats` and `cua-rollout stats` show).
 
-Success means reward >= 1 (OSWorld's convention: a task is solved when its metric returns 1.0).
-Only rollouts with a reward count towards rates; infrastructure failures and the other statuses
-without a reward (`unsupported`, `setup_error`, `eval_error`, `runner_error`, `parse_error`,
-`cancelled`) are counted apart, never as failures of the policy.
+The benchmark score comes first: the sum of rewards over every rollout submitted, as OSWorld's
+leaderboard counts ("209.55/361"): a rollout that ended without a reward (an infrastructure failure that
+exhausted its retries, `setup_error`, `eval_error`, `runner_error`, `parse_error`) counts 0 and is listed
+by status; only rollouts that never ran by decision (`unsupported`, `quarantined`, `cancelled`) are left
+out of the denominator, and listed. Then the success rate over rewarded rollouts (labelled as such):
+success means reward >= 1 (OSWorld's convention: a task is solved when its metric returns 1.0), and only
+rollouts with a reward count towards it.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from pydantic import BaseModel, Field
 
 from common.envtime import ENV_STATES, env_split
 from common.runstate import RolloutRecord
+from common.status import EXCLUDED_FROM_SCORE
 
 #: Latency components of a rollout, in ms: keys of `RolloutRecord.timings` (runner's episode timings).
 LATENCY_PARTS = ("model_ms", "env_ms", "setup_ms", "eval_ms", "overhead_ms")
@@ -31,6 +35,47 @@ class Rate(BaseModel):
     rate: float | None
     low: float | None
     high: float | None
+
+
+class BenchmarkScore(BaseModel):
+    """Sum of rewards over the rollouts submitted (`total_reward` / `n`, `score` in [0, 1], None when n = 0).
+
+    `zero`: status -> rollouts counted 0 because they ended without a reward (infrastructure failures
+    that exhausted their retries, deterministic failures); `excluded`: status -> rollouts left out of `n`
+    (`common.status.EXCLUDED_FROM_SCORE`); `pending`: rollouts in `n` still queued or running (the score
+    is then a lower bound)."""
+
+    total_reward: float
+    n: int
+    score: float | None
+    zero: dict[str, int] = Field(default_factory=dict)
+    excluded: dict[str, int] = Field(default_factory=dict)
+    pending: int = 0
+
+
+def benchmark_score(records: Iterable[RolloutRecord], submitted: int | None = None) -> BenchmarkScore:
+    """The benchmark score of `records` (see `BenchmarkScore`). `submitted`: how many rollouts the run has
+    (records not written yet are queued: pending, in `n`); None: just the records given."""
+    total_reward, n, pending = 0.0, 0, 0
+    zero: dict[str, int] = defaultdict(int)
+    excluded: dict[str, int] = defaultdict(int)
+    seen = 0
+    for record in records:
+        seen += 1
+        if record.status in EXCLUDED_FROM_SCORE:
+            excluded[record.status.value] += 1
+            continue
+        n += 1
+        if not record.status.is_terminal:
+            pending += 1
+        elif record.reward is None:
+            zero[record.status.value] += 1
+        else:
+            total_reward += float(record.reward)
+    unrecorded = max(0, (submitted or 0) - seen)
+    n, pending = n + unrecorded, pending + unrecorded
+    return BenchmarkScore(total_reward=total_reward, n=n, score=total_reward / n if n else None,
+                          zero=dict(sorted(zero.items())), excluded=dict(sorted(excluded.items())), pending=pending)
 
 
 class Percentiles(BaseModel):
@@ -61,9 +106,11 @@ class EnvUtilisation(BaseModel):
 
 
 class RunStats(BaseModel):
-    """Statistics of one run (see module docstring for what counts as success)."""
+    """Statistics of one run (see module docstring for the score and what counts as success)."""
 
     run_id: str
+    score: BenchmarkScore
+    domain_scores: dict[str, BenchmarkScore] = Field(default_factory=dict)
     overall: Rate
     domains: dict[str, Rate]
     pass_at_k: dict[int, float] = Field(description="k -> mean unbiased pass@k over tasks with >= k rewarded rollouts")
@@ -147,9 +194,14 @@ def is_success(record: RolloutRecord) -> bool:
     return record.reward is not None and record.reward >= 1.0
 
 
-def run_stats(run_id: str, records: Iterable[RolloutRecord]) -> RunStats:
-    """Statistics over the terminal rollouts among `records` (queued/running ones are ignored)."""
+def run_stats(run_id: str, records: Iterable[RolloutRecord], submitted: int | None = None) -> RunStats:
+    """Statistics of a run's `records`: the benchmark score over every rollout (`submitted`: the run's
+    rollout count, for the ones without a record yet), the rest over the terminal ones."""
+    records = list(records)
     finished = [r for r in records if r.status.is_terminal]
+    all_by_domain: dict[str, list[RolloutRecord]] = defaultdict(list)
+    for record in records:
+        all_by_domain[record.domain].append(record)
     rewarded = [r for r in finished if r.reward is not None]
     by_domain: dict[str, list[RolloutRecord]] = defaultdict(list)
     by_task: dict[str, list[RolloutRecord]] = defaultdict(list)
@@ -165,6 +217,8 @@ def run_stats(run_id: str, records: Iterable[RolloutRecord]) -> RunStats:
     tokens = [r.prompt_tokens + r.completion_tokens for r in finished]
     return RunStats(
         run_id=run_id,
+        score=benchmark_score(records, submitted),
+        domain_scores={d: benchmark_score(rs) for d, rs in sorted(all_by_domain.items())},
         overall=rate(successes, len(rewarded)),
         domains={d: rate(sum(1 for r in rs if is_success(r)), len(rs)) for d, rs in sorted(by_domain.items())},
         pass_at_k=mean_pass_at_k((len(rs), sum(1 for r in rs if is_success(r))) for rs in by_task.values()),

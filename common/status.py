@@ -69,3 +69,6 @@ DETERMINISTIC_FAILURES = frozenset(
     {RolloutStatus.SETUP_ERROR, RolloutStatus.EVAL_ERROR, RolloutStatus.UNSUPPORTED, RolloutStatus.RUNNER_ERROR}
 )
 TERMINAL_STATUSES = frozenset(s for s in RolloutStatus if s.is_terminal)
+#: Rollouts that never ran by decision: left out of the benchmark score's denominator (and listed). Every
+#: other submitted rollout counts, a failure without a reward as 0 (as OSWorld's leaderboard counts).
+EXCLUDED_FROM_SCORE = frozenset({RolloutStatus.UNSUPPORTED, RolloutStatus.QUARANTINED, RolloutStatus.CANCELLED})

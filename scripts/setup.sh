@@ -14,62 +14,29 @@ for arg in "$@"; do
   esac
 done
 
-# Debian package : what proves it is installed, a command or (starting with /) a file glob; one per
-# line, so merges stay simple. The desktop (X, window manager, tools OSWorld's actions and tasks use),
-# the apps of OSWorld's domains (Chrome -> Debian's chromium, LibreOffice with its GTK 3 front end, VLC,
-# GIMP, Thunderbird, the file manager, socat for Chrome's DevTools port), accessibility (AT-SPI bus,
-# pyatspi for the accessibility tree), recording (ffmpeg), OCR (tesseract) and sandboxes (bubblewrap,
-# iproute2, util-linux);
-# `mimetype` (libfile-mimeinfo-perl) makes xdg-open type files by name first, as GNOME's gio does.
+# Debian packages: `package probe`, the probe proving it is installed, a command or (starting with /) a
+# file glob. The desktop env's own list is deploy/desktop-packages.txt (the env pod image installs the
+# same); here what the other services and the tests need: Redis, OCR (tesseract, the runner's
+# compare_image_text), sandboxed local envs (bubblewrap, iproute2), nginx (the gateway benchmark), openssl.
 PACKAGES=(
-  redis-server:redis-server
-  xvfb:Xvfb
-  xdotool:xdotool
-  openbox:openbox
-  xterm:xterm
-  x11-utils:xdpyinfo
-  wmctrl:wmctrl
-  xclip:xclip
-  xsel:xsel
-  dbus-x11:dbus-launch
-  mousepad:mousepad
-  xdg-utils:xdg-open
-  libfile-mimeinfo-perl:mimetype
-  git:git
-  unzip:unzip
-  sudo:sudo
-  procps:pkill
-  chromium:chromium
-  openssl:openssl
-  vlc:vlc
-  ffmpeg:ffmpeg
-  util-linux:setpriv
-  libreoffice-calc:soffice
-  tesseract-ocr:tesseract
-  libglib2.0-bin:gsettings
-  gsettings-desktop-schemas:/usr/share/glib-2.0/schemas/org.gnome.desktop.background.gschema.xml
-  dconf-gsettings-backend:/usr/lib/*/gio/modules/libdconfsettings.so
-  libreoffice-writer:lowriter
-  libreoffice-impress:loimpress
-  libreoffice-gtk3:/usr/lib/libreoffice/program/libvclplug_gtk3lo.so
-  gimp:gimp
-  thunderbird:thunderbird
-  pcmanfm:pcmanfm
-  socat:socat
-  at-spi2-core:/usr/libexec/at-spi-bus-launcher
-  python3-pyatspi:/usr/lib/python3/dist-packages/pyatspi
-  iproute2:ip
-  bubblewrap:bwrap
-  nginx:/usr/sbin/nginx
+  "redis-server redis-server"
+  "openssl openssl"
+  "tesseract-ocr tesseract"
+  "iproute2 ip"
+  "bubblewrap bwrap"
+  "nginx /usr/sbin/nginx"
 )
+while read -r package probe; do
+  [[ -z $package || $package == \#* ]] || PACKAGES+=("$package $probe")
+done < deploy/desktop-packages.txt
 
 missing=()
 for entry in "${PACKAGES[@]}"; do
-  probe=${entry#*:}
+  probe=${entry#* }
   if [[ $probe == /* ]]; then
-    compgen -G "$probe" >/dev/null || missing+=("${entry%%:*}")
+    compgen -G "$probe" >/dev/null || missing+=("${entry%% *}")
   else
-    command -v "$probe" >/dev/null 2>&1 || missing+=("${entry%%:*}")
+    command -v "$probe" >/dev/null 2>&1 || missing+=("${entry%% *}")
   fi
 done
 if ((${#missing[@]})); then

@@ -194,8 +194,11 @@ def test_version_and_help_list_every_command(capsys: pytest.CaptureFixture[str])
                              timeout=120, cwd=ROOT)
     assert version.returncode == 0 and version.stdout.startswith("cua-rollout "), version.stderr
     commands = {"up", "demo", "submit", "watch", "stats", "runs", "cancel", "envs", "queues", "trajectory",
-                "coverage", "export", "diff", "rescore", "flaky", "quarantine"}
+                "coverage", "export", "diff", "rescore", "flaky", "quarantine", "init"}
     registered = {c.name or c.callback.__name__ for c in app.registered_commands if c.callback}
     assert registered == commands
+    groups = {g.name for g in app.registered_groups}
+    assert groups == {"cache"}
+    commands |= groups
     shown = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "200"}).stdout
     assert all(f" {name} " in shown for name in commands), shown

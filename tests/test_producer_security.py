@@ -1,5 +1,6 @@
-"""Producer security over real HTTP against a real redis-server: bearer-token auth on the write routes,
-and ids that could address objects outside their run's prefix rejected with a 422 naming the field."""
+"""Producer security over real HTTP against a real redis-server: bearer-token auth on every `/v1` route and
+the dashboard (its login page and cookie), and ids that could address objects outside their run's prefix
+rejected with a 422 naming the field."""
 
 from __future__ import annotations
 
@@ -57,18 +58,39 @@ def test_write_routes_need_the_token(secured: httpx.Client) -> None:
     assert wrong.status_code == 401 and "invalid bearer token" in wrong.json()["detail"]
     basic = secured.post("/v1/runs", json=body, headers={"Authorization": f"Basic {ASCII_TOKEN}"})
     assert basic.status_code == 401
-    assert secured.get("/v1/runs/r1").status_code == 404  # nothing was enqueued by the refused calls
+    assert secured.get("/v1/runs/r1", headers=_auth(ASCII_TOKEN)).status_code == 404  # nothing enqueued
     ok = secured.post("/v1/runs", json=body, headers=_auth(ASCII_TOKEN))
     assert ok.status_code == 201, ok.text
     assert secured.delete("/v1/runs/r1").status_code == 401
     assert secured.delete("/v1/runs/r1", headers=_auth("nope")).status_code == 401
-    assert secured.get("/v1/runs/r1").json()["cancelled"] is False
+    assert secured.get("/v1/runs/r1", headers=_auth(ASCII_TOKEN)).json()["cancelled"] is False
     assert secured.delete("/v1/runs/r1", headers=_auth(ASCII_TOKEN)).status_code == 200
 
 
-def test_read_routes_stay_open(secured: httpx.Client) -> None:
-    for path in ("/v1/runs", "/v1/queues", "/v1/envs", "/v1/runs/r9/trajectories", "/healthz"):
+def test_read_routes_need_the_token_too(secured: httpx.Client) -> None:
+    for path in ("/v1/runs", "/v1/queues", "/v1/envs", "/v1/runs/r9/trajectories"):
+        assert secured.get(path).status_code == 401, path
+        assert secured.get(path, headers=_auth(ASCII_TOKEN)).status_code == 200, path
+    for path in ("/healthz", "/metrics"):  # probes and Prometheus stay open
         assert secured.get(path).status_code == 200, path
+
+
+def test_dashboard_logs_in_with_the_token(secured: httpx.Client) -> None:
+    first = secured.get("/ui")
+    assert first.status_code == 303 and first.headers["location"] == "/ui/login"
+    assert secured.get("/ui/login").status_code == 200
+    wrong = secured.post("/ui/login", data={"token": "nope"})
+    assert wrong.status_code == 401 and "wrong token" in wrong.text and "cua_token" not in wrong.headers.get(
+        "set-cookie", "")
+    ok = secured.post("/ui/login", data={"token": ASCII_TOKEN})
+    assert ok.status_code == 303 and ok.headers["location"] == "/ui"
+    cookie = ok.headers["set-cookie"]
+    assert "cua_token=" in cookie and "HttpOnly" in cookie and "SameSite=strict" in cookie
+    # the client keeps the cookie: the dashboard and the API (screenshots of the viewer) answer
+    assert secured.get("/ui").status_code == 200
+    assert secured.get("/v1/queues").status_code == 200
+    secured.cookies.clear()
+    assert secured.get("/v1/queues").status_code == 401
 
 
 def test_non_ascii_token_compares_as_bytes(redis_url: str, store_dir: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from common import url_cache
-from services.cli.stack import seed_url_cache
+from services.cli.cache_ops import seed as seed_url_cache
 
 
 def test_lookup_names_an_unreadable_cache_index(tmp_path: Path) -> None:

@@ -31,6 +31,20 @@ def failure_summary(run: dict[str, Any]) -> str:
     return f"run {run['run_id']}: {len(failed)} of {run['total']} rollouts did not succeed: {parts}"
 
 
+def score_line(run: dict[str, Any]) -> str:
+    """`score 16.7% (1/6)  infra failures 5  success 100% of 1 rewarded`: the benchmark score first, the
+    infrastructure failures that exhausted their retries (counted 0 in it) beside it, then the success
+    rate over rewarded rollouts, labelled so that it never reads as the run's result."""
+    score = run.get("score")
+    rate = run.get("success_rate")
+    rewarded = sum(1 for r in run.get("rollouts", []) if r.get("reward") is not None)
+    rewarded_text = f" of {rewarded} rewarded" if run.get("rollouts") else " of rewarded"
+    return (f"score {'-' if score is None else f'{float(score):.1%}'} "
+            f"({float(run.get('total_reward', 0.0)):g}/{run.get('score_n', run.get('total', 0))})  "
+            f"infra failures {run.get('infra_failures', 0)}  "
+            f"success {'-' if rate is None else f'{float(rate):.0%}'}{rewarded_text}")
+
+
 def _ago(timestamp: float | None) -> str:
     if timestamp is None:
         return "-"
@@ -42,16 +56,20 @@ def _ago(timestamp: float | None) -> str:
 
 
 def runs_table(runs: list[dict[str, Any]]) -> Table:
-    """`GET /v1/runs`: one row per run (newest first): id, age, done/total, queued, running, success, state."""
+    """`GET /v1/runs`: one row per run (newest first): id, age, done/total, queued, running, benchmark score,
+    infrastructure failures, success over rewarded rollouts, state."""
     table = Table(title=f"runs ({len(runs)})")
-    for column in ("run", "created", "done", "queued", "running", "success", "state"):
+    for column in ("run", "created", "done", "queued", "running", "score", "infra failures", "success of rewarded",
+                   "state"):
         table.add_column(column, no_wrap=True, justify="left" if column in ("run", "state") else "right")
     for run in runs:
         counts = run.get("counts", {})
         rate = run.get("success_rate")
         state = "cancelled" if run.get("cancelled") else ("finished" if run.get("finished") else "in progress")
+        score = run.get("score")
         table.add_row(run["run_id"], _ago(run.get("created_at")), f"{run['done']}/{run['total']}",
                       str(counts.get("queued", 0)), str(counts.get("running", 0)),
+                      "-" if score is None else f"{float(score):.1%}", str(run.get("infra_failures", 0)),
                       "-" if rate is None else f"{float(rate):.0%}", state)
     return table
 

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn
 
 from services.cli.api_client import ProducerClient
+from services.cli.ops_views import score_line
 
 #: Seconds between two polls of `GET /v1/runs/{id}` while a progress bar is shown.
 POLL_INTERVAL_S = 0.5
@@ -33,9 +34,8 @@ def watch_run(client: ProducerClient, run_id: str, timeout_s: float, out: Consol
         while True:
             run = client.run(run_id)
             counts = run["counts"]
-            rate = run.get("success_rate")
             detail = (f"queued {counts.get('queued', 0)}  running {counts.get('running', 0)}  done {run['done']}"
-                      f"  success {'-' if rate is None else f'{rate:.0%}'}")
+                      f"  {score_line(run)}")
             progress.update(bar, total=run["total"], completed=run["done"], detail=detail)
             if run["finished"]:
                 return run

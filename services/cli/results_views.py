@@ -6,7 +6,7 @@ from rich.table import Table
 
 from common.flaky import FlakyReport
 from common.rundiff import RunDiff
-from common.stats import Rate, RunStats
+from common.stats import BenchmarkScore, Rate, RunStats
 
 
 def _pct(value: float | None) -> str:
@@ -18,9 +18,31 @@ def _rate_cells(rate: Rate) -> tuple[str, str, str]:
     return f"{rate.successes}/{rate.n}", _pct(rate.rate), interval
 
 
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{n} {status}" for status, n in counts.items()) or "-"
+
+
+def _score_cells(score: BenchmarkScore) -> tuple[str, str, str, str]:
+    left_out = _counts({**score.excluded, **({"pending": score.pending} if score.pending else {})})
+    return f"{score.total_reward:g}/{score.n}", _pct(score.score), _counts(score.zero), left_out
+
+
+def score_table(stats: RunStats) -> Table:
+    """The benchmark score per domain and overall: sum of rewards / rollouts submitted, with the rollouts
+    counted 0 (no reward: infrastructure failures that exhausted their retries, errors) and those left
+    out (never ran by decision) listed by status."""
+    table = Table(title=f"run {stats.run_id}: benchmark score (sum of rewards / rollouts submitted)")
+    for column in ("domain", "reward", "score", "counted 0 (no reward)", "left out"):
+        table.add_column(column)
+    for domain, score in stats.domain_scores.items():
+        table.add_row(domain, *_score_cells(score))
+    table.add_row("[b]all[/b]", *_score_cells(stats.score))
+    return table
+
+
 def success_table(stats: RunStats) -> Table:
-    """Success per domain and overall, with Wilson 95 % intervals."""
-    table = Table(title=f"run {stats.run_id}: success (reward >= 1) with Wilson 95% interval")
+    """Success over rewarded rollouts per domain and overall, with Wilson 95 % intervals."""
+    table = Table(title="success rate over rewarded rollouts only (reward >= 1), Wilson 95% interval")
     for column in ("domain", "solved", "rate", "95% interval"):
         table.add_column(column)
     for domain, rate in stats.domains.items():

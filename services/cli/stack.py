@@ -11,22 +11,20 @@ by PID, in reverse order, and unregisters the local envs from the env pool.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import shutil
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import redis
 
-from common import url_cache
 from common.envpool import EnvPool, env_id_for_url
 from common.polling import GiveUp, free_port, wait_until
 from common.processes import parent_pid
 from common.redis_server import RedisServerProcess
 from common.service import redis_client
+from services.cli import cache_ops
 from services.cli.processes import ManagedProcess, stop_all
 from services.desktop_env.launcher import LocalEnvLauncher
 from services.runner.envs.static import expand_urls
@@ -38,7 +36,8 @@ log = logging.getLogger(__name__)
 class StackConfig:
     """Sizes, paths and ports of a local stack. Port 0 = pick a free port. `fixtures_dir`: files and
     an `index.json` (URL -> file) copied into the runners' URL cache, so tasks' `download` steps find
-    them offline (e.g. `examples/fixtures`).
+    them offline (e.g. `examples/fixtures`). `cache_dir`: that URL cache (None: `<work_dir>/cache`,
+    where `cua-rollout cache fill|add` put files by default).
 
     External parts: `redis_url`; `store_url` (`s3://bucket` with `S3_*` from the environment, or
     `file:///dir`); `policy_urls` (OpenAI-compatible base URLs, replacing the `replicas` scripted
@@ -65,42 +64,12 @@ class StackConfig:
     policy_latency_ms: float = 0.0
     extra_env: dict[str, str] = field(default_factory=dict)
     fixtures_dir: Path | None = None
+    cache_dir: Path | None = None
     policy_urls: list[str] = field(default_factory=list)
     env_urls: list[str] = field(default_factory=list)
     display_base: int | None = None
     settle_max_s: float | None = None
     api_token: str = field(default_factory=lambda: os.environ.get("CUA_TOKEN", ""))
-
-
-def seed_url_cache(fixtures_dir: Path, cache_dir: Path) -> int:
-    """Copy the files named by every `index.json` under `fixtures_dir` (each maps URL -> file relative
-    to its own directory, e.g. `examples/fixtures/osworld/<domain>/index.json`) into `cache_dir`,
-    keeping their relative paths, and merge them into the cache's own `index.json` (see
-    `common.url_cache`); returns how many URLs.
-
-    Raises: ValueError when `fixtures_dir` holds no index, or an index is unreadable, not a
-    URL -> file object, or names a missing file.
-    """
-    index_paths = sorted(fixtures_dir.rglob(url_cache.INDEX_FILE))
-    if not index_paths:
-        raise ValueError(f"no fixtures index ({url_cache.INDEX_FILE}) under {fixtures_dir}")
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    merged_path = cache_dir / url_cache.INDEX_FILE
-    merged = json.loads(merged_path.read_text()) if merged_path.is_file() else {}
-    seeded = 0
-    for index_path in index_paths:
-        index = url_cache.read_index(index_path, "fixtures index")
-        for url, name in index.items():
-            source = index_path.parent / str(name)
-            if not source.is_file():
-                raise ValueError(f"fixtures index {index_path}: {url} names {source}, which does not exist")
-            relative = source.relative_to(fixtures_dir)
-            (cache_dir / relative).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source, cache_dir / relative)
-            merged[url] = str(relative)
-        seeded += len(index)
-    merged_path.write_text(json.dumps(merged, indent=2))
-    return seeded
 
 
 def runner_env(config: StackConfig, gateway_url: str, cache_dir: Path) -> dict[str, str]:
@@ -124,6 +93,7 @@ class LocalStack:
     def __init__(self, config: StackConfig) -> None:
         self.config = config
         self.work_dir = config.work_dir.resolve()
+        self.cache_dir = (config.cache_dir or self.work_dir / "cache").resolve()
         self.log_dir = self.work_dir / "logs"
         self.redis_server: RedisServerProcess | None = None
         self.env_launcher: LocalEnvLauncher | None = None
@@ -167,7 +137,7 @@ class LocalStack:
             self.redis_server = RedisServerProcess(self.work_dir / "redis").start()
             self.redis_url = self.redis_server.url
         if cfg.fixtures_dir is not None:
-            seed_url_cache(cfg.fixtures_dir, self.work_dir / "cache")
+            cache_ops.seed(cfg.fixtures_dir, self.cache_dir)
         # The desktops boot while the services' processes import (seconds each; overlapping them pays where there
         # are cores to spare: on 2 busy cores the start measured the same, see bench/README.md, demo.py).
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="stack-envs") as pool:
@@ -197,6 +167,7 @@ class LocalStack:
             "PRODUCER_PORT": str(producer_port),
             "PRODUCER_MAX_INFRA_RETRIES": str(cfg.max_infra_retries),
             "STORE_URL": self.store_url,
+            "PRODUCER_GATEWAY_URL": self.gateway_url,  # the dashboard's replica view
             **({"PRODUCER_API_TOKEN": cfg.api_token} if cfg.api_token else {}),
         }, f"{self.producer_url}/healthz")
 
@@ -206,7 +177,7 @@ class LocalStack:
         }, None)
 
         if cfg.runners:  # one process for all the workers: it imports the job code once and forks them (pool.py)
-            self._spawn("runners", "services.runner", {**runner_env(cfg, self.gateway_url, self.work_dir / "cache"),
+            self._spawn("runners", "services.runner", {**runner_env(cfg, self.gateway_url, self.cache_dir),
                                                        "RUNNER_WORKERS": str(cfg.runners)}, None)
 
     def _start_envs(self) -> None:

@@ -7,6 +7,10 @@ from typing import Any
 
 from rich.table import Table
 
+from common.status import EXCLUDED_FROM_SCORE
+
+_EXCLUDED = frozenset(status.value for status in EXCLUDED_FROM_SCORE)
+
 
 def _fmt_reward(value: Any) -> str:
     return "-" if value is None else f"{float(value):.2f}"
@@ -56,30 +60,42 @@ def _rate(rewards: list[float]) -> str:
     return f"{sum(1 for x in rewards if x >= 1) / len(rewards):.1%}" if rewards else "-"
 
 
-def _unrated(rollouts: list[dict[str, Any]]) -> str:
-    """`2 unsupported, 1 runner_error`: terminal rollouts without a reward, by status."""
-    counts = Counter(r["status"] for r in rollouts if r.get("reward") is None and r["status"] not in _IN_FLIGHT)
+def _unrated(rollouts: list[dict[str, Any]], excluded: bool) -> str:
+    """`2 env_error, 1 runner_error`: terminal rollouts without a reward, by status; those left out of the
+    score (`EXCLUDED_FROM_SCORE`) when `excluded`, else those counted 0 in it."""
+    counts = Counter(r["status"] for r in rollouts if r.get("reward") is None and r["status"] not in _IN_FLIGHT
+                     and (r["status"] in _EXCLUDED) == excluded)
     return ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "-"
 
 
+def _score(rollouts: list[dict[str, Any]]) -> str:
+    """`33.3% (1/3)`: the benchmark score (sum of rewards over the rollouts not left out)."""
+    counted = [r for r in rollouts if r["status"] not in _EXCLUDED]
+    total = sum(float(r["reward"]) for r in counted if r.get("reward") is not None)
+    return f"{total / len(counted):.1%} ({total:g}/{len(counted)})" if counted else "-"
+
+
 def domain_table(run: dict[str, Any]) -> Table:
-    """Success rate per domain (rollouts with a reward; reward >= 1 counts as success) and overall,
-    with the finished rollouts left out of the rate (no reward: unsupported, errors) counted by status."""
+    """Per domain and overall: the benchmark score first (sum of rewards / rollouts submitted; a rollout
+    without a reward counts 0, listed by status; `unsupported`/`quarantined`/`cancelled` are left out, listed),
+    then the success rate over rewarded rollouts (reward >= 1), labelled as such."""
     per_domain: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in run.get("rollouts", []):
         per_domain[r["domain"]].append(r)
-    table = Table(title="success rate per domain")
-    table.add_column("domain")
-    table.add_column("rollouts")
-    table.add_column("success rate")
-    table.add_column("not in the rate")
+    table = Table(title="benchmark score per domain (sum of rewards / rollouts), then success over rewarded")
+    for column in ("domain", "score", "counted 0 (no reward)", "left out", "success of rewarded"):
+        table.add_column(column)
     everything: list[dict[str, Any]] = []
     for domain in sorted(per_domain):
         rollouts = per_domain[domain]
         everything += rollouts
-        rewards = [float(r["reward"]) for r in rollouts if r.get("reward") is not None]
-        table.add_row(domain, str(len(rewards)), _rate(rewards), _unrated(rollouts))
+        table.add_row(domain, *_row(rollouts))
     if everything:
-        rewards = [float(r["reward"]) for r in everything if r.get("reward") is not None]
-        table.add_row("[b]all[/b]", str(len(rewards)), _rate(rewards), _unrated(everything))
+        table.add_row("[b]all[/b]", *_row(everything))
     return table
+
+
+def _row(rollouts: list[dict[str, Any]]) -> tuple[str, str, str, str]:
+    rewards = [float(r["reward"]) for r in rollouts if r.get("reward") is not None]
+    return (_score(rollouts), _unrated(rollouts, excluded=False), _unrated(rollouts, excluded=True),
+            f"{_rate(rewards)} of {len(rewards)}")

@@ -236,6 +236,18 @@ class DesktopSession:
     def _build_home(self) -> None:
         home.build(self.home, str(self.bin_dir / "desktop-terminal"), self.settings.client_password)
 
+    def _kept_in_tmp(self) -> tuple[str, ...]:
+        """Globs of `/tmp` entries a reset keeps: the X server's files, and the session's own runtime
+        and XDG runtime directories when they lie in /tmp (the default runtime dir does: wiping it
+        would take the zygote's log and socket and the D-Bus socket with it)."""
+        own = []
+        for directory in (self.runtime_dir, self.xdg_runtime_dir):
+            try:
+                own.append(directory.resolve().relative_to(Path("/tmp").resolve()).parts[0])
+            except (ValueError, IndexError):
+                continue  # not under /tmp
+        return (*_X_SERVER_FILES, *own)
+
     def _xdotool(self, *args: str) -> None:
         subprocess.run(["xdotool", *args], env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                        timeout=5, check=False)
@@ -263,7 +275,7 @@ class DesktopSession:
             self._close_leftover_windows()
             self._build_home()
             if self.settings.wipe_tmp:
-                home.wipe(Path("/tmp"), self.settings.client_password, keep=_X_SERVER_FILES)
+                home.wipe(Path("/tmp"), self.settings.client_password, keep=self._kept_in_tmp())
             self.terminals.clear()
             self._xdotool("keyup", "--delay", "0", *_MODIFIER_KEYS)  # default: 12 ms after each key
             self._xdotool("mousemove", str(self.settings.width // 2), str(self.settings.height // 2))

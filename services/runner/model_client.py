@@ -61,10 +61,11 @@ def read_tokens(payload: dict[str, Any], choice: dict[str, Any]) -> tuple[list[i
     return token_ids, logprobs, payload.get("prompt_token_ids")
 
 
-def shared_model_client(gateway_url: str, timeout_s: float, connect_timeout_s: float) -> ModelClient:
+def shared_model_client(gateway_url: str, timeout_s: float, connect_timeout_s: float,
+                        api_key: str | None = None) -> ModelClient:
     """A `ModelClient` over this process's HTTP client (`common.httpclient.shared`: made once, kept across
     rollouts with its connections, never a parent process's). Cheap to call."""
-    return ModelClient(gateway_url, timeout_s, connect_timeout_s, http=shared("model"))
+    return ModelClient(gateway_url, timeout_s, connect_timeout_s, http=shared("model"), api_key=api_key)
 
 
 class ModelClient:
@@ -76,12 +77,14 @@ class ModelClient:
     sampling it asks vLLM for token ids too (`return_token_ids`, `return_tokens_as_token_ids`).
 
     `http`: the HTTP client to send through; None makes one of its own (closed by `close()`).
+    `api_key`: sent as `Authorization: Bearer <api_key>` (the gateway's `GATEWAY_API_KEYS`); None: no header.
     `shared_model_client` gives the process's client, whose connections rollouts reuse.
     """
 
     def __init__(self, gateway_url: str, timeout_s: float, connect_timeout_s: float,
-                 http: HttpClient | None = None) -> None:
+                 http: HttpClient | None = None, api_key: str | None = None) -> None:
         self.url = gateway_url.rstrip("/") + "/v1/chat/completions"
+        self._auth = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.timeout_s = timeout_s
         self.connect_timeout_s = connect_timeout_s
         self._owns_http = http is None
@@ -106,7 +109,7 @@ class ModelClient:
         if sampling.get("logprobs"):
             body["return_token_ids"] = True
             body["return_tokens_as_token_ids"] = True
-        headers = {"X-Episode-Id": episode_id, **version_headers(policy_version, max_staleness),
+        headers = {**self._auth, "X-Episode-Id": episode_id, **version_headers(policy_version, max_staleness),
                    "X-Request-Timeout-S": f"{max(1.0, self.timeout_s * GATEWAY_DEADLINE_SHARE):.3f}"}
         start = time.perf_counter()
         try:

@@ -63,8 +63,9 @@ class RolloutRunner:
 
     def model_client(self) -> ModelClient:
         """The gateway client of this process (one connection pool kept across rollouts)."""
+        key = self.settings.gateway_api_key
         return shared_model_client(self.settings.gateway_url, self.settings.model_timeout_s,
-                                   self.settings.model_connect_timeout_s)
+                                   self.settings.model_connect_timeout_s, key.get_secret_value() if key else None)
 
     # -- bookkeeping -------------------------------------------------------------------------
     def _record(self, job: RolloutJob, attempt: int, status: RolloutStatus, **extra: Any) -> None:

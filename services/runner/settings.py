@@ -7,7 +7,7 @@ import socket
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from common.envflavor import parse_flavor
@@ -18,6 +18,7 @@ from services.runner.settle import SettleConfig
 class RunnerSettings(ServiceSettings):
     """How a runner worker reaches the gateway and envs, and its limits.
 
+    `gateway_api_key`: the bearer token the gateway expects on its OpenAI routes (`GATEWAY_API_KEYS`).
     Durations: `*_s` seconds, `*_ms` milliseconds. `RUNNER_ENV_URLS` is a comma-separated list of
     OSWorld server base URLs registered by the `static` provider at worker start; a DNS name there
     is re-resolved every `env_resolve_interval_s` (0: once). `env_flavor` is the flavor of those
@@ -49,6 +50,7 @@ class RunnerSettings(ServiceSettings):
     model_config = SettingsConfigDict(env_prefix="RUNNER_", extra="ignore", populate_by_name=True)
 
     gateway_url: str = "http://127.0.0.1:8000"
+    gateway_api_key: SecretStr | None = None
     execution: Literal["fork", "inline"] = "fork"
     env_provider: str = "static"
     env_urls: str = ""

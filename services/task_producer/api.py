@@ -8,17 +8,19 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from common.auth import warn_if_open
 from common.service import add_health_and_metrics, redis_client
 from services.task_producer.adaptive import AdaptiveController
+from services.task_producer.deps import require_token
 from services.task_producer.metrics import RUNS_REJECTED
 from services.task_producer.pool_metrics import producer_registry
 from services.task_producer.routes import flaky, ops, results, runs, trajectories
 from services.task_producer.settings import ProducerSettings
+from services.task_producer.ui.login import router as login_router
 from services.task_producer.ui.routes import router as ui_router
 
 
@@ -58,10 +60,11 @@ def create_app(settings: ProducerSettings | None = None) -> FastAPI:
 
     app = FastAPI(title="cua-rollout task producer", version="0.1.0", lifespan=lifespan)
     app.state.redis, app.state.settings, app.state.store = client, settings, None  # see deps.py
-    warn_if_open(settings.api_token, "PRODUCER_API_TOKEN", "the producer's write routes (POST/DELETE /v1/runs)")
+    warn_if_open(settings.api_token, "PRODUCER_API_TOKEN", "the producer's API and dashboard (/v1, /ui)")
     app.add_exception_handler(RequestValidationError, _validation_error)
     add_health_and_metrics(app, check=lambda: {"redis": bool(client.ping())}, registry=producer_registry(client))
     for module in (runs, ops, trajectories, results, flaky):
-        app.include_router(module.router)
-    app.include_router(ui_router)
+        app.include_router(module.router, dependencies=[Depends(require_token)])
+    app.include_router(login_router)
+    app.include_router(ui_router)  # its pages check the token themselves (a login page instead of a 401)
     return app

@@ -12,7 +12,7 @@ import redis
 from fastapi import Depends, Path, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from common.auth import bearer_auth
+from common.auth import check_token
 from common.ids import (
     FILE_NAME_MAX,
     FILE_NAME_PATTERN,
@@ -52,11 +52,13 @@ def get_store(request: Request) -> ObjectStore:
     return store
 
 
-_BEARER = HTTPBearer(auto_error=False, description="`Authorization: Bearer <PRODUCER_API_TOKEN>`")
+BEARER = HTTPBearer(auto_error=False, description="`Authorization: Bearer <PRODUCER_API_TOKEN>`")
+#: The dashboard's cookie: a browser cannot send a bearer header, so `/ui/login` stores the token here.
+UI_COOKIE = "cua_token"
 
 
-def require_write_token(request: Request,
-                        credentials: HTTPAuthorizationCredentials | None = Depends(_BEARER)) -> None:
-    """The producer's write-route check (`PRODUCER_API_TOKEN`, see `common.auth.bearer_auth`) for
-    routers, which are built before the app knows its token. Raises: HTTPException(401)."""
-    bearer_auth(get_settings(request).api_token, "PRODUCER_API_TOKEN")(credentials)
+def require_token(request: Request, credentials: HTTPAuthorizationCredentials | None = Depends(BEARER)) -> None:
+    """Every `/v1` and `/ui` route: `Authorization: Bearer <PRODUCER_API_TOKEN>`, or the dashboard's
+    cookie (`UI_COOKIE`); open when the token is not set. Raises: HTTPException(401)."""
+    sent = credentials.credentials if credentials else request.cookies.get(UI_COOKIE)
+    check_token(sent, get_settings(request).api_token, "PRODUCER_API_TOKEN")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import SettingsConfigDict
 
 from common.settings import ObjectStoreSettings, ServiceSettings
@@ -17,7 +17,8 @@ class ProducerSettings(ServiceSettings, ObjectStoreSettings):
     require; empty: they are open (a warning is logged at start). Read routes are always open.
     Limits (a 422 names the one exceeded): `PRODUCER_MAX_ROLLOUTS_PER_RUN` (tasks x rollouts_per_task
     of one request), `PRODUCER_MAX_INSTRUCTION_CHARS` (each task's instruction, copied into every job).
-    `PRODUCER_ENQUEUE_BATCH`: jobs enqueued per Redis pipeline.
+    `PRODUCER_ENQUEUE_BATCH`: jobs enqueued per Redis pipeline. `PRODUCER_GATEWAY_URL` /
+    `PRODUCER_GATEWAY_ADMIN_TOKEN`: the gateway the dashboard shows replicas of, and its admin token.
     """
 
     model_config = SettingsConfigDict(env_prefix="PRODUCER_", extra="ignore")
@@ -30,6 +31,8 @@ class ProducerSettings(ServiceSettings, ObjectStoreSettings):
     retry_intervals_s: list[int] = [5, 15, 30]
     #: Model gateway whose replicas and versions the dashboard (`/ui`) shows; empty: not shown.
     gateway_url: str = ""
+    #: Bearer token of the gateway's admin routes (`GATEWAY_ADMIN_TOKEN`), for the dashboard's replica view.
+    gateway_admin_token: SecretStr | None = None
     api_token: str = Field(default="", repr=False)
     enqueue_batch: int = Field(default=500, ge=1)
     max_rollouts_per_run: int = Field(default=10_000, ge=1)

@@ -10,7 +10,7 @@ import pytest
 
 from common import url_cache
 from common.task import load_task_file
-from services.cli.stack import seed_url_cache
+from services.cli.cache_ops import seed as seed_url_cache
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 APP_DOMAINS = ("libreoffice_calc", "libreoffice_writer", "chrome", "vlc")

@@ -26,7 +26,7 @@ from services.cli.app import (
 )
 from services.cli.ops_views import failure_summary, runs_table
 from services.cli.output import print_json, watch_run
-from services.cli.results_views import detail_table, success_table, utilisation_table
+from services.cli.results_views import detail_table, score_table, success_table, utilisation_table
 from services.cli.views import rollout_table
 
 #: `--fail-on-error`: exit 1 when the finished run has a rollout that did not succeed.
@@ -88,7 +88,8 @@ def watch(
     fail_on_error: FailOnErrorOption = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Progress bar of a run until it finishes.
+    """Progress bar of a run until it finishes: the benchmark score, infrastructure failures beside it,
+    then the success rate over rewarded rollouts.
 
     With --json the bar goes to stderr and the finished run's JSON to stdout."""
     with usage_errors(), ProducerClient(producer) as client:
@@ -105,7 +106,8 @@ def stats(
     fail_on_error: FailOnErrorOption = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Status and reward per rollout; success per domain with Wilson 95% intervals, pass@k,
+    """Status and reward per rollout; the benchmark score per domain (sum of rewards over every rollout,
+    failures counted 0 and listed); success over rewarded rollouts per domain with Wilson 95% intervals, pass@k,
     infrastructure failures, latency p50/p95, cost per success and where the env time went (in steps,
     start-up, reset, evaluation) (`--json`: the run with `stats`)."""
     with usage_errors(), ProducerClient(producer) as client:
@@ -116,6 +118,7 @@ def stats(
     else:
         stats_model = RunStats.model_validate(run_stats)
         console.print(rollout_table(run))
+        console.print(score_table(stats_model))
         console.print(success_table(stats_model))
         console.print(detail_table(stats_model))
         console.print(utilisation_table(stats_model))

@@ -79,6 +79,8 @@ def up(
         help="files for tasks' downloads, seeded into the runners' URL cache (every index.json under it)")]
     = EXAMPLES / "fixtures",
     work_dir: Annotated[Path, typer.Option(help="logs, local envs, trajectories")] = Path(".cua/stack"),
+    cache_dir: Annotated[Path | None, typer.Option(
+        help="the runners' URL cache (default WORK_DIR/cache, where `cua-rollout cache` puts files)")] = None,
 ) -> None:
     """Start the stack and keep it up until Ctrl+C (then stop every process it started).
 
@@ -92,7 +94,7 @@ def up(
             policy_urls=policy_url or [], env_urls=env_url or [], redis_url=redis_url, store_url=store_url,
             work_dir=work_dir, scripts_dir=scripts, fixtures_dir=fixtures, envs=envs, runners=runners,
             replicas=replicas, producer_port=port, gateway_port=gateway_port, display_base=display_base,
-            settle_max_s=settle, policy_latency_ms=latency_ms)
+            settle_max_s=settle, policy_latency_ms=latency_ms, cache_dir=cache_dir)
     stop = False
 
     def _on_signal(*_: object) -> None:

@@ -13,7 +13,7 @@ from common import keys
 from common.flaky import FlakyReport, flaky_tasks
 from common.ids import TASK_ID_MAX, TASK_ID_PATTERN
 from common.runstate import list_run_ids, load_rollouts, load_run_meta
-from services.task_producer.deps import get_redis, require_write_token
+from services.task_producer.deps import get_redis
 
 router = APIRouter(tags=["flaky"])
 TaskIdPath = Annotated[str, Path(min_length=1, max_length=TASK_ID_MAX, pattern=TASK_ID_PATTERN)]
@@ -50,14 +50,14 @@ def get_quarantine(client: Annotated[redis.Redis, Depends(get_redis)]) -> Quaran
     return _quarantine(client)
 
 
-@router.put("/v1/quarantine/{task_id}", response_model=Quarantine, dependencies=[Depends(require_write_token)])
+@router.put("/v1/quarantine/{task_id}", response_model=Quarantine)
 def add_to_quarantine(task_id: TaskIdPath, client: Annotated[redis.Redis, Depends(get_redis)]) -> Quarantine:
     """Put a task on the quarantine list (idempotent); runs submitted from now on skip it."""
     client.sadd(keys.QUARANTINE, task_id)
     return _quarantine(client)
 
 
-@router.delete("/v1/quarantine/{task_id}", response_model=Quarantine, dependencies=[Depends(require_write_token)])
+@router.delete("/v1/quarantine/{task_id}", response_model=Quarantine)
 def remove_from_quarantine(task_id: TaskIdPath, client: Annotated[redis.Redis, Depends(get_redis)]) -> Quarantine:
     """Take a task off the quarantine list (idempotent)."""
     client.srem(keys.QUARANTINE, task_id)

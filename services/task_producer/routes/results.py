@@ -12,7 +12,15 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.concurrency import run_in_threadpool
 
 from common.rundiff import RunDiff, diff_runs
-from common.runstate import RolloutRecord, load_rollouts, load_run_meta, read_finished, run_is_finished, summarize_run
+from common.runstate import (
+    RolloutRecord,
+    load_rollouts,
+    load_run_meta,
+    read_finished,
+    run_is_finished,
+    submitted_rollouts,
+    summarize_run,
+)
 from common.stats import RunStats, run_stats
 from services.task_producer.deps import RunIdPath, get_redis
 
@@ -22,25 +30,30 @@ router = APIRouter(tags=["results"])
 EVENTS_BLOCK_MS = 2000
 
 
-def _records(client: redis.Redis, run_id: str) -> list[RolloutRecord]:
-    if load_run_meta(client, run_id) is None:  # the existence check reads no rollout records
+def _records(client: redis.Redis, run_id: str) -> tuple[list[RolloutRecord], int]:
+    """The run's rollout records and how many rollouts it has. Raises: HTTPException(404)."""
+    meta = load_run_meta(client, run_id)
+    if meta is None:  # the existence check reads no rollout records
         raise HTTPException(404, f"run {run_id!r} not found")
-    return list(load_rollouts(client, run_id).values())
+    return list(load_rollouts(client, run_id).values()), submitted_rollouts(client, meta)
 
 
 @router.get("/v1/runs/{run_id}/stats", response_model=RunStats)
 def get_run_stats(run_id: RunIdPath, client: Annotated[redis.Redis, Depends(get_redis)]) -> RunStats:
-    """Success rate overall and per domain with Wilson 95 % intervals, unbiased pass@k (Chen et al.
-    2021) for k up to the rollouts per task, infrastructure failures apart, latency p50/p95 per part
-    (ms) and cost per success (env-seconds, model-seconds, tokens). 404 when the run is unknown."""
-    return run_stats(run_id, _records(client, run_id))
+    """The benchmark score (sum of rewards over every rollout submitted; failures without a reward count
+    0, rollouts that never ran by decision are left out; both listed), overall and per domain; then the
+    success rate over rewarded rollouts, overall and per domain with Wilson 95 % intervals, unbiased pass@k
+    (Chen et al. 2021) for k up to the rollouts per task, latency p50/p95 per part (ms) and cost per
+    success (env-seconds, model-seconds, tokens). 404 when the run is unknown."""
+    records, submitted = _records(client, run_id)
+    return run_stats(run_id, records, submitted)
 
 
 @router.get("/v1/runs/{run_a}/diff/{run_b}", response_model=RunDiff)
 def get_run_diff(run_a: RunIdPath, run_b: RunIdPath, client: Annotated[redis.Redis, Depends(get_redis)]) -> RunDiff:
     """Per task fixed / broken / unchanged from run A to run B, and per domain the success rates
     with Fisher's exact test. 404 naming the run when either is unknown."""
-    return diff_runs(run_a, _records(client, run_a), run_b, _records(client, run_b))
+    return diff_runs(run_a, _records(client, run_a)[0], run_b, _records(client, run_b)[0])
 
 
 @router.get(

@@ -20,9 +20,10 @@ from common.stats import run_stats
 from services.task_producer.deps import RunIdPath, TrajectoryPath, get_redis, get_settings, get_store
 from services.task_producer.queueing import queue_stats
 from services.task_producer.settings import ProducerSettings
+from services.task_producer.ui.login import require_ui_token
 from services.task_producer.ui.trajectory_view import load_steps
 
-router = APIRouter(prefix="/ui", tags=["dashboard"], include_in_schema=True)
+router = APIRouter(prefix="/ui", tags=["dashboard"], include_in_schema=True, dependencies=[Depends(require_ui_token)])
 templates = Jinja2Templates(directory=Path(__file__).with_name("templates"))
 #: Seconds between reloads of pages that show live progress.
 REFRESH_S = 5
@@ -33,7 +34,9 @@ def _replicas(settings: ProducerSettings) -> dict[str, Any]:
     if not settings.gateway_url:
         return {"error": "no gateway configured (PRODUCER_GATEWAY_URL)", "replicas": []}
     try:
-        response = httpx.get(f"{settings.gateway_url.rstrip('/')}/admin/replicas", timeout=2.0)
+        token = settings.gateway_admin_token
+        headers = {"Authorization": f"Bearer {token.get_secret_value()}"} if token else {}
+        response = httpx.get(f"{settings.gateway_url.rstrip('/')}/admin/replicas", headers=headers, timeout=2.0)
         response.raise_for_status()
         return {"error": None, "replicas": response.json().get("replicas", [])}
     except (httpx.HTTPError, ValueError) as exc:
@@ -57,7 +60,7 @@ def run_page(request: Request, run_id: RunIdPath, client: Annotated[redis.Redis,
     summary = summarize_run(client, run_id, include_rollouts=True)
     if summary is None:
         raise HTTPException(404, f"run {run_id!r} not found")
-    stats = run_stats(run_id, summary.rollouts)  # the records the summary already read
+    stats = run_stats(run_id, summary.rollouts, summary.total)  # the records the summary already read
     rollouts = sorted(summary.rollouts, key=lambda r: (r.reward is not None and r.reward >= 1.0,
                                                       r.status.is_terminal, r.task_id, r.rollout_index))
     return templates.TemplateResponse(request, "run.html", {
