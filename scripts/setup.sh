@@ -89,7 +89,7 @@ if ((WITH_ORACLE)); then
     [ -x .venv-oracle/bin/python ] || "$PYTHON" -m venv .venv-oracle
     .venv-oracle/bin/python -m pip install -q --upgrade pip >/dev/null
     .venv-oracle/bin/python -m pip install -q -r tests/oracle/requirements.txt
-    .venv-oracle/bin/python -m pip install -q --no-deps "desktop-env==1.0.2"
+    .venv-oracle/bin/python -m pip install -q --no-deps "desktop-env==1.0.2" "qwen-agent==0.0.34" "qwen-vl-utils==0.0.14"
     warm_librosa .venv-oracle/bin/python
     rm -f .venv-oracle/.installed-* && touch "$oracle_stamp"
   fi

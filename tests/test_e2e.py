@@ -162,15 +162,16 @@ def test_failure_statuses(stack: LocalStack) -> None:
     assert response.status_code == 201, response.text
     run = _wait_finished(client, "e2e-fail")
     by_task = {r["task_id"]: r for r in run["rollouts"]}
-    assert (by_task["gibberish"]["status"], by_task["gibberish"]["reward"]) == ("parse_error", None)
-    assert "unparseable" in by_task["gibberish"]["error"]
+    # replies that never parse: re-sampled, then the agent's FAIL, and the (infeasible) task is scored
+    assert (by_task["gibberish"]["status"], by_task["gibberish"]["reward"]) == ("agent_fail", 1.0)
+    assert "unparseable reply at step 0 after 3 samples" in by_task["gibberish"]["error"]
     assert (by_task["idle"]["status"], by_task["idle"]["num_steps"]) == ("truncated", 3)
     assert by_task["idle"]["reward"] == 0.0  # infeasible task, no FAIL: evaluated, no forced failure
     assert (by_task["no-script"]["status"], by_task["no-script"]["reward"]) == ("agent_fail", 1.0)
     bad = by_task["bad-setup"]
     assert bad["status"] == "unsupported" and bad["reward"] is None and bad["num_steps"] == 0
     assert "teleport" in bad["error"]  # recorded by the producer, never run
-    assert run["success_rate"] == pytest.approx(1 / 2)  # unsupported and parse_error have no reward
+    assert run["success_rate"] == pytest.approx(2 / 3)  # unsupported has no reward
     envs = client.get("/v1/envs").json()
     wait_until(lambda: client.get("/v1/envs").json()["idle"] == envs["total"], 20, "every env released")
 
