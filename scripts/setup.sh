@@ -17,14 +17,15 @@ done
 # Debian packages: `package probe`, the probe proving it is installed, a command or (starting with /) a
 # file glob. The desktop env's own list is deploy/desktop-packages.txt (the env pod image installs the
 # same); here what the other services and the tests need: Redis, OCR (tesseract, the runner's
-# compare_image_text), sandboxes (iproute2), nginx (the gateway benchmark), openssl; and what VS Code's
-# build needs (scripts/install_code_server.sh, below: a compiler and the headers code-server's native
-# modules build against).
+# compare_image_text), sandboxed local envs (bubblewrap, iproute2), nginx (the gateway benchmark), openssl;
+# and what VS Code's build needs (scripts/install_code_server.sh, below: a compiler and the headers
+# code-server's native modules build against).
 PACKAGES=(
   "redis-server redis-server"
   "openssl openssl"
   "tesseract-ocr tesseract"
   "iproute2 ip"
+  "bubblewrap bwrap"
   "nginx /usr/sbin/nginx"
   "build-essential /usr/share/build-essential/list"
   "pkg-config pkg-config"

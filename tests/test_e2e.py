@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 import pytest
 from PIL import Image
 
@@ -28,6 +29,7 @@ from common.objectstore import S3Store
 from common.polling import free_port, http_ok, wait_until
 from common.task import OSWorldTask, load_task_file
 from services.cli.stack import LocalStack, StackConfig
+from services.desktop_env.processes import is_alive
 
 pytestmark = pytest.mark.e2e
 
@@ -216,21 +218,7 @@ def test_fast_policy_without_wait_after_opening_a_window(stack: LocalStack) -> N
 
 
 def _descendants(pid: int) -> set[int]:
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if fields[0] != "Z":  # zombies are already dead
-                children.setdefault(int(fields[1]), []).append(int(entry.name))
-    found, todo = set(), [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.add(child)
-            todo.append(child)
-    return found
+    return {child.pid for child in psutil.Process(pid).children(recursive=True) if is_alive(child.pid)}
 
 
 def test_up_stops_every_process_on_ctrl_c(tmp_path: Path) -> None:
@@ -249,9 +237,7 @@ def test_up_stops_every_process_on_ctrl_c(tmp_path: Path) -> None:
         assert len(started) >= 6  # redis, env, policy, gateway, producer, sink, runner
         process.send_signal(signal.SIGINT)
         assert process.wait(timeout=60) == 0
-        wait_until(lambda: not any(Path(f"/proc/{pid}").exists() and
-                                   (Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z")
-                                   for pid in started), 30, "no orphan left")
+        wait_until(lambda: not any(is_alive(pid) for pid in started), 30, "no orphan left")
     finally:
         if process.poll() is None:
             process.kill()

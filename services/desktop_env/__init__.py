@@ -9,5 +9,5 @@ python3), `recording`, `wallpaper`, `operations`, `homemap` (`/home/user` mappin
 sandboxed), `processes` (marker-based process control), `vscode_cli` + `vscode_server` (the `code`
 command: code-server in a Chromium app window), `server` + `pod` + `schemas` + `routes/`
 (FastAPI app), `launcher` (N local envs), `sandbox` (one env in its own namespaces; `netns`,
-`sandbox_fs`, `sandbox_user`, `syscalls`).
+`sandbox_fs`, `sandbox_user`; bubblewrap builds it).
 """
