@@ -1,7 +1,7 @@
 # cua-rollout: `make demo` runs the whole pipeline locally; `make test` runs the test suite.
 PY := .venv/bin/python
 
-.PHONY: setup demo test lint typecheck up bench k8s-check chaos clean fuzz
+.PHONY: setup demo test lint typecheck up bench k8s-check chaos clean fuzz compose-test env
 
 setup:
 	@bash scripts/setup.sh
@@ -31,6 +31,16 @@ bench: setup
 
 k8s-check: setup
 	$(PY) scripts/validate_k8s.py
+
+# docker-compose.yml on a real Docker engine (README "Docker"): installs and starts one if needed, builds the
+# images (base images too when no registry is reachable), runs every example rollout in the containers,
+# tears it all down. Bounded in time; a second run reuses the built layers.
+compose-test: setup
+	timeout 5400 $(PY) -m tests.e2e.compose
+
+# .env with random secrets for `docker compose up` (standard library only: needs no setup).
+env:
+	python3 -m common.env_file .env
 
 # Chaos suite (README "Guarantees"): 500 rollouts under faults; bounded in time, exits 1 on any loss.
 chaos: setup

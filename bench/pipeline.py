@@ -41,6 +41,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from common.envtime import ENV_STATES, env_split  # noqa: E402
@@ -105,9 +107,9 @@ def start_null_envs(count: int) -> tuple[subprocess.Popen[str], list[str]]:
 
 
 def cpu_seconds(pid: int) -> float:
-    """CPU seconds of process `pid` and its waited-for children (utime + stime + cutime + cstime)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+    """CPU seconds of process `pid` and its waited-for children (user + system, its own and theirs)."""
+    times = psutil.Process(pid).cpu_times()
+    return times.user + times.system + times.children_user + times.children_system
 
 
 def service_pids(stack: LocalStack, null_env_pid: int | None) -> dict[str, list[int]]:

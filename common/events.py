@@ -16,9 +16,10 @@ from common.status import RolloutStatus
 
 
 class ParsedAction(BaseModel):
-    """One action parsed from a UI-TARS reply, and the pyautogui code generated for it.
+    """One action parsed from an agent's reply, and the pyautogui code generated for it.
 
-    `action_type` is the UI-TARS verb (`click`, `type`, ..., or `DONE`/`FAIL`/`WAIT`);
+    `action_type` is the agent's own verb (UI-TARS `click`, `type`, ...; OSWorld's `pyautogui` code
+    or a `computer_13` type such as `CLICK`; Qwen's `left_click`, ...) or `DONE`/`FAIL`/`WAIT`;
     `inputs` holds its arguments with coordinates already mapped to screen pixels.
     """
 
@@ -65,8 +66,30 @@ class RolloutRef(BaseModel):
     attempt: int = 1
 
 
+class DiscardedReply(BaseModel):
+    """A reply of the step that the agent could not parse and that was sampled again: its text, why it
+    was rejected (`error`), the temperature it was sampled at, its model time (ms), usage, token ids and
+    logprobs (when the server gave them), and the version and replica that answered."""
+
+    response: str
+    error: str
+    temperature: float | None = None
+    model_ms: float = 0.0
+    usage: Usage = Field(default_factory=Usage)
+    token_ids: list[int] | None = None
+    logprobs: list[float] | None = None
+    model_version: str | None = None
+    replica: str | None = None
+
+
 class StepEvent(RolloutRef):
-    """`cua.step.v1`: one step of a trajectory. `step` is 0-based; the PNG rides beside the JSON."""
+    """`cua.step.v1`: one step of a trajectory. `step` is 0-based; the PNG rides beside the JSON.
+
+    Added compatibly within v1 (absent in older records; readers that do not know them ignore them):
+    `discarded`, the unparseable replies of this step that were sampled again, oldest first; and
+    `parse_error`, set when no sample of the step parsed: `response` is then the last one, and the
+    step's action is the agent's `FAIL` (the episode ends and is scored, as in OSWorld).
+    """
 
     schema_name: Literal["cua.step.v1"] = Field(default="cua.step.v1", alias="schema")
     step: int = Field(ge=0)
@@ -83,6 +106,8 @@ class StepEvent(RolloutRef):
     token_ids: list[int] | None = None
     logprobs: list[float] | None = None
     prompt_token_ids: list[int] | None = None
+    discarded: list[DiscardedReply] = Field(default_factory=list)
+    parse_error: str | None = None
 
     model_config = {"populate_by_name": True}
 
@@ -107,6 +132,8 @@ class EpisodeEvent(RolloutRef):
     env_image: str | None = None
     sampling: dict[str, Any] = Field(default_factory=dict)
     model: str | None = None
+    agent: str | None = None  # the run's agent and its options (absent in records before agents were pluggable)
+    agent_options: dict[str, Any] = Field(default_factory=dict)
     min_policy_version: str | None = None
     max_policy_version: str | None = None
     spanned_reload: bool = False  # steps of this episode were answered by more than one model version

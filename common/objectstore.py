@@ -12,7 +12,6 @@ import itertools
 import os
 import re
 import stat
-import threading
 from pathlib import Path
 from typing import Protocol
 from urllib.parse import urlparse
@@ -95,41 +94,33 @@ def _create_temp(directory: str) -> tuple[int, str]:
 
 
 class LocalDirStore:
-    """Objects as files under `root`; each put writes a temp file, fsyncs it and renames it over the key's
-    file (atomic, durable before `put` returns).
-
-    `put` is the sink's hot path, so a key's directory is checked in full (no component a symlink that
-    leads outside the root; missing ones created) only when first seen; it is then remembered with its
-    identity (device, inode), and every later put into it costs one `stat` of its path instead of an
-    `lstat` per component + `mkdir` + `stat`. See `_directory` for what that single check refuses.
+    """Objects as files under `root`. `put` writes a temp file in the key's directory, fsyncs it and
+    renames it over the key's file: atomic (a reader sees the old object or the new one, never part)
+    and durable before `put` returns. Every put and get checks the key's path (`_path`: no component a
+    symlink that leads outside the root); missing directories are made on the first put into them.
     """
-
-    #: Directories remembered per store (a few per trajectory key prefix); beyond this the oldest is
-    #: forgotten (it is checked in full again when next written).
-    DIRECTORY_CACHE_MAX = 4096
 
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()
         self.root.mkdir(parents=True, exist_ok=True)
-        self._root = str(self.root)
-        #: Key directory ('' for the root) -> (st_dev, st_ino) of the directory verified for it. Read
-        #: without the lock (one dict lookup is atomic); changed under it.
-        self._dirs: dict[str, tuple[int, int]] = {}
-        self._dirs_lock = threading.Lock()
 
     def _path(self, key: str) -> Path:
         """The file of `key`, checked to stay under the root even through symlinks.
         Raises: ValueError for a bad key or one that leads outside the root."""
-        path = self.root / check_key(key)
-        if self._has_symlink(key) and not path.resolve().is_relative_to(self.root):
+        return self._inside(key, check_key(key))
+
+    def _inside(self, key: str, relative: str) -> Path:
+        """`relative` (a checked path of `key`) under the root, checked to stay there through symlinks
+        (one lstat per existing component; a resolve only when one is a symlink). Raises: ValueError."""
+        path = self.root / relative
+        if self._has_symlink(relative) and not path.resolve().is_relative_to(self.root):
             raise ValueError(f"invalid object key {key!r}: leads outside the store (symlink)")
         return path
 
-    def _has_symlink(self, key: str) -> bool:
-        """True when a component of `key` under the root is a symlink (one lstat per existing component:
-        cheaper than resolving the whole path on every put)."""
+    def _has_symlink(self, relative: str) -> bool:
+        """True when a component of `relative` under the root is a symlink."""
         current = str(self.root)
-        for part in key.split("/"):
+        for part in relative.split("/") if relative else []:
             current = os.path.join(current, part)
             try:
                 if stat.S_ISLNK(os.lstat(current).st_mode):
@@ -138,72 +129,18 @@ class LocalDirStore:
                 return False
         return False
 
-    def _directory(self, key: str, directory: str) -> str:
-        """The absolute path of `directory` (of `key`), a directory that exists and stays under the root.
-
-        A remembered directory is accepted when one `stat` of its path (following symlinks) finds the
-        very directory verified (same device and inode). Anything else (it was removed or replaced, or a
-        symlink was planted in its place or above it that leads elsewhere) forgets it and checks it in
-        full again (`_verify`), which refuses a symlink that leads outside the root. The one change the
-        single `stat` lets through is a symlink that leads to the verified directory itself (someone
-        with write access to the store moved it and linked it back): objects still land in that
-        directory, made or checked by this store, and nowhere else. As before, the check and the
-        writes are separate system calls: a symlink swapped in between them is not caught (no worse
-        than the per-component check, which had the same window).
-        Raises: ValueError (a symlink leading outside); OSError from the file system."""
-        path = self._remembered(directory)
-        if path is not None:
-            return path
-        return self._verify(key, directory, self._absolute(directory))
-
-    def _absolute(self, directory: str) -> str:
-        """The absolute path of a key directory ('' is the root)."""
-        return os.path.join(self._root, directory) if directory else self._root
-
-    def _remembered(self, directory: str) -> str | None:
-        """The path of `directory` when it is remembered and one `stat` of it finds the very directory
-        verified (see `_directory`); else None (forgotten or never seen: the caller checks in full)."""
-        known = self._dirs.get(directory)
-        if known is None:
-            return None
-        path = self._absolute(directory)
-        try:
-            found = os.stat(path)
-        except OSError:  # removed, or a component is no longer a directory
-            return None
-        return path if (found.st_dev, found.st_ino) == known else None
-
-    def _verify(self, key: str, directory: str, path: str) -> str:
-        """`_directory`'s full check: each component lstat-ed from the root down, made when missing,
-        refused when a symlink that leads outside the root; then remembered. Raises: as `_directory`."""
-        os.makedirs(self._root, exist_ok=True)  # the root itself may have been removed (an outage)
-        current = self._root
-        for part in directory.split("/") if directory else []:
-            current = os.path.join(current, part)
-            try:
-                mode = os.lstat(current).st_mode
-            except FileNotFoundError:
-                with contextlib.suppress(FileExistsError):  # another writer made it first
-                    os.mkdir(current)
-                mode = os.lstat(current).st_mode
-            if stat.S_ISLNK(mode) and not Path(current).resolve().is_relative_to(self.root):
-                raise ValueError(f"invalid object key {key!r}: leads outside the store (symlink)")
-        found = os.stat(path)
-        if not stat.S_ISDIR(found.st_mode):
-            raise NotADirectoryError(f"{path} (directory of object key {key!r}) is not a directory")
-        with self._dirs_lock:
-            if len(self._dirs) >= self.DIRECTORY_CACHE_MAX:
-                del self._dirs[next(iter(self._dirs))]  # the oldest: dicts keep insertion order
-            self._dirs[directory] = (found.st_dev, found.st_ino)
-        return path
-
     def put(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
-        """Write `data` to a temp file in the key's directory, fsync it, rename it over the key's file
-        (a symlink at the key itself is replaced, never followed). Raises: ValueError for a bad key or
-        one whose directory leads outside the root; OSError from the file system."""
+        """Write `data` to a temp file in the key's directory (made when missing), fsync it, rename it
+        over the key's file (a symlink at the key itself is replaced, never followed). Raises:
+        ValueError for a bad key or one that leads outside the root; OSError from the file system."""
         directory, _, name = check_key(key).rpartition("/")
-        parent = self._directory(key, directory)
-        fd, tmp = _create_temp(parent)
+        parent = str(self._inside(key, directory))  # the key's own file is not followed: replaced
+        path = os.path.join(parent, name)
+        try:
+            fd, tmp = _create_temp(parent)
+        except FileNotFoundError:  # the first object of its directory (or the root was removed)
+            os.makedirs(parent, exist_ok=True)
+            fd, tmp = _create_temp(parent)
         try:
             try:
                 view = memoryview(data)
@@ -212,36 +149,15 @@ class LocalDirStore:
                 os.fsync(fd)
             finally:
                 os.close(fd)
-            os.replace(tmp, os.path.join(parent, name))
+            os.replace(tmp, path)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise
 
     def get(self, key: str) -> bytes:
-        """The object's bytes; in a directory this store wrote into (`_remembered`), one `stat` + an
-        `open` that follows no symlink at the key (the sink reads each trajectory's `attempt.json` once
-        per batch); else the per-component check of `_path`. Raises: as `ObjectStore.get`."""
-        directory, _, name = check_key(key).rpartition("/")
-        parent = self._remembered(directory)
-        if parent is None:
-            return self._get_checked(key)
-        try:  # O_NONBLOCK: a FIFO at the key must not block the open (it is refused below)
-            fd = os.open(os.path.join(parent, name), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-        except (FileNotFoundError, NotADirectoryError):
-            raise KeyError(key) from None
-        except OSError:  # ELOOP: a symlink at the key, allowed when it stays inside the root
-            return self._get_checked(key)
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):  # a directory or a FIFO: not an object
-                raise KeyError(key)
-            with open(fd, "rb", closefd=False) as fh:
-                return fh.read()
-        finally:
-            os.close(fd)
-
-    def _get_checked(self, key: str) -> bytes:
-        """`get` with every component checked (`_path`). Raises: as `ObjectStore.get`."""
+        """The object's bytes. Raises: as `ObjectStore.get` (KeyError when missing or not a regular
+        file, e.g. a directory or a FIFO at the key), ValueError for a key that leads outside the root."""
         path = self._path(key)
         if not path.is_file():
             raise KeyError(key)

@@ -1,5 +1,5 @@
-"""Child processes this program started: stopping them (SIGTERM, a grace period, then SIGKILL), and tying
-a child's life to its parent's (`die_with_parent`)."""
+"""Child processes this program started: stopping them (SIGTERM, a grace period, then SIGKILL), tying
+a child's life to its parent's (`die_with_parent`), and looking processes up (psutil)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import ctypes
 import os
 import signal
 import subprocess
+
+import psutil
 
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
@@ -29,6 +31,10 @@ def stop_child(process: subprocess.Popen[bytes], grace_s: float, kill_group: boo
     if process.poll() is not None:
         return
     process.terminate()
+    _wait_or_kill(process, grace_s, kill_group)
+
+
+def _wait_or_kill(process: subprocess.Popen[bytes], grace_s: float, kill_group: bool) -> None:
     try:
         process.wait(timeout=grace_s)
     except subprocess.TimeoutExpired:
@@ -45,23 +51,26 @@ def stop_child(process: subprocess.Popen[bytes], grace_s: float, kill_group: boo
 def stop_children(processes: list[subprocess.Popen[bytes]], grace_s: float, kill_group: bool = False) -> None:
     """`stop_child` for several children at once: SIGTERM them all first, so their shutdowns overlap
     (the whole takes about the slowest one's time, not the sum), then wait for each (SIGKILL after
-    `grace_s` seconds, as `stop_child`)."""
+    `grace_s` seconds, as `stop_child`). Each gets one SIGTERM: a second one could reach a child
+    that is already exiting, after Python reset its handler, and kill it."""
     for process in processes:
         if process.poll() is None:
             process.terminate()
     for process in processes:
-        stop_child(process, grace_s, kill_group)
+        _wait_or_kill(process, grace_s, kill_group)
 
 
 def parent_pid(pid: int) -> int | None:
-    """The parent's pid of process `pid` (from /proc), or None once it is gone (or unreadable)."""
+    """The parent's pid of process `pid`, or None once it is gone (or unreadable)."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            return int(stat.read().rsplit(b")", 1)[1].split()[1])  # after the command name: state, ppid, ...
-    except (OSError, IndexError, ValueError):
+        return psutil.Process(pid).ppid()
+    except psutil.Error:
         return None
 
 
 def child_pids(pid: int) -> list[int]:
-    """Pids of the live children of process `pid` (from /proc)."""
-    return [int(name) for name in os.listdir("/proc") if name.isdigit() and parent_pid(int(name)) == pid]
+    """Pids of the children of process `pid` (zombies included); [] once it is gone."""
+    try:
+        return [child.pid for child in psutil.Process(pid).children()]
+    except psutil.Error:
+        return []

@@ -5,8 +5,9 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from common.agents import check_agent, check_agent_name
 from common.ids import RUN_ID_MAX, RUN_ID_PATTERN, check_run_id, check_task_id
 from common.task import OSWorldTask
 from common.versions import min_version_for
@@ -62,7 +63,12 @@ class RunRequest(BaseModel):
     rollouts_per_task: int = Field(default=1, ge=1, le=1024)
     max_steps: int = Field(default=15, ge=1, le=500)
     priority: Priority = Priority.DEFAULT
-    agent: str = Field(default="ui_tars_1_5", pattern=r"^ui_tars_1_5$")
+    agent: str = Field(default="ui_tars_1_5", min_length=1, max_length=100,
+                       description="The agent (`cua-rollout agents`, `common/agent_catalogue.json`).")
+    agent_options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="The agent's options (e.g. osworld_prompt's `action_space`, `observation_type`); checked "
+                    "against the catalogue, completed with the defaults.")
     model: str = Field(default="ui-tars-1.5-7b", min_length=1)
     sampling: SamplingParams = Field(default_factory=SamplingParams)
     policy_version: str | None = None
@@ -90,6 +96,17 @@ class RunRequest(BaseModel):
         """Rollouts per task enqueued at submission: `adaptive.min_rollouts` or `rollouts_per_task`."""
         return self.adaptive.min_rollouts if self.adaptive else self.rollouts_per_task
 
+    @field_validator("agent")
+    @classmethod
+    def _agent_known(cls, agent: str) -> str:
+        return check_agent_name(agent)  # ValueError naming the known agents
+
+    @field_validator("agent_options")
+    @classmethod
+    def _agent_options_valid(cls, options: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        agent = info.data.get("agent")
+        return options if agent is None else check_agent(agent, options)  # no agent: its own error is shown
+
     @model_validator(mode="after")
     def _staleness_needs_a_numbered_version(self) -> RunRequest:
         if self.max_staleness is not None:
@@ -116,6 +133,7 @@ class RolloutJob(BaseModel):
     rollout_index: int = Field(ge=0)
     max_steps: int
     agent: str
+    agent_options: dict[str, Any] = Field(default_factory=dict)
     model: str
     sampling: SamplingParams
     policy_version: str | None = None

@@ -19,6 +19,8 @@ class RolloutStatus(StrEnum):
     implemented; nothing ran), `quarantined` (the producer skipped the task: it is on the quarantine
     list of flaky tasks; nothing ran) and `runner_error` (an unexpected exception: a bug in the runner or a
     checker; the traceback is in the rollout's `error` and RQ's failed-job registry).
+    `parse_error` is no longer produced: a reply the agent cannot parse, after its re-samples, is the
+    agent's FAIL (`agent_fail`, scored, as in OSWorld); the value stays for records of older runs.
     """
 
     QUEUED = "queued"

@@ -17,13 +17,21 @@ done
 # Debian packages: `package probe`, the probe proving it is installed, a command or (starting with /) a
 # file glob. The desktop env's own list is deploy/desktop-packages.txt (the env pod image installs the
 # same); here what the other services and the tests need: Redis, OCR (tesseract, the runner's
-# compare_image_text), sandboxes (iproute2), nginx (the gateway benchmark), openssl.
+# compare_image_text), sandboxed local envs (bubblewrap, iproute2), nginx (the gateway benchmark), openssl;
+# and what VS Code's build needs (scripts/install_code_server.sh, below: a compiler and the headers
+# code-server's native modules build against).
 PACKAGES=(
   "redis-server redis-server"
   "openssl openssl"
   "tesseract-ocr tesseract"
   "iproute2 ip"
+  "bubblewrap bwrap"
   "nginx /usr/sbin/nginx"
+  "build-essential /usr/share/build-essential/list"
+  "pkg-config pkg-config"
+  "libkrb5-dev /usr/include/krb5.h"
+  "libxkbfile-dev /usr/include/X11/extensions/XKBfile.h"
+  "libsecret-1-dev /usr/include/libsecret-1/libsecret/secret.h"
 )
 while read -r package probe; do
   [[ -z $package || $package == \#* ]] || PACKAGES+=("$package $probe")
@@ -58,6 +66,16 @@ if [ -x /usr/lib/chromium/chromium ] && [ -w /usr/lib/chromium ]; then
   ln -f /usr/lib/chromium/chromium /usr/lib/chromium/chrome
 fi
 
+# VS Code for OSWorld's vs_code domain: code-server built offline from npm into /opt (minutes and
+# ~800 MB the first time; later runs only check its stamp). Needs root, as the packages above.
+code_server_prefix=${CUA_CODE_SERVER_PREFIX:-/opt/cua-code-server}
+if [ "$(id -u)" = 0 ] || [ -w "$(dirname "$code_server_prefix")" ]; then
+  scripts/install_code_server.sh "$code_server_prefix"
+else
+  echo "setup: VS Code is not installed (OSWorld's vs_code tasks need it); as root run:" >&2
+  echo "  scripts/install_code_server.sh $code_server_prefix" >&2
+fi
+
 # librosa compiles its numba functions when first imported (about a minute) and caches them in its
 # package folder: do it once here rather than in the first compare_audios call or test.
 warm_librosa() {
@@ -88,7 +106,7 @@ if ((WITH_ORACLE)); then
     [ -x .venv-oracle/bin/python ] || "$PYTHON" -m venv .venv-oracle
     .venv-oracle/bin/python -m pip install -q --upgrade pip >/dev/null
     .venv-oracle/bin/python -m pip install -q -r tests/oracle/requirements.txt
-    .venv-oracle/bin/python -m pip install -q --no-deps "desktop-env==1.0.2"
+    .venv-oracle/bin/python -m pip install -q --no-deps "desktop-env==1.0.2" "qwen-agent==0.0.34" "qwen-vl-utils==0.0.14"
     warm_librosa .venv-oracle/bin/python
     rm -f .venv-oracle/.installed-* && touch "$oracle_stamp"
   fi

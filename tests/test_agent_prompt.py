@@ -8,6 +8,7 @@ import json
 
 from PIL import Image
 
+from services.runner.agent.base import Observation
 from services.runner.agent.ui_tars import UITarsAgent
 
 
@@ -24,7 +25,7 @@ def images_in(messages: list[dict]) -> list[str]:
 
 def test_prompt_carries_instruction_and_action_space() -> None:
     agent = UITarsAgent("Rename the folder", screen=(1920, 1080))
-    text = agent.build_messages(png())[0]["content"][0]["text"]
+    text = agent.build_messages(Observation(png()))[0]["content"][0]["text"]
     assert "Rename the folder" in text and "call_user()" in text and "hotkey(key='ctrl c')" in text
     assert "{instruction}" not in text and "Use English in `Thought` part." in text
 
@@ -32,7 +33,7 @@ def test_prompt_carries_instruction_and_action_space() -> None:
 def test_history_keeps_at_most_five_screenshots_but_all_replies() -> None:
     agent = UITarsAgent("task", screen=(1920, 1080))
     for step in range(8):
-        messages = agent.build_messages(png(color=step))
+        messages = agent.build_messages(Observation(png(color=step)))
         agent.record(f"Thought: step {step}\nAction: wait()")
     assert len(images_in(messages)) == 5
     assert all(url.startswith("data:image/png;base64,") for url in images_in(messages))
@@ -47,7 +48,7 @@ def test_history_keeps_at_most_five_screenshots_but_all_replies() -> None:
 def test_final_messages_reference_images_by_file_name() -> None:
     agent = UITarsAgent("task", screen=(1920, 1080))
     for _ in range(7):
-        agent.build_messages(png())
+        agent.build_messages(Observation(png()))
         agent.record("Action: wait()")
     final = agent.final_messages()
     assert images_in(final) == [f"image_{i:04d}.png" for i in range(7)]
@@ -56,6 +57,6 @@ def test_final_messages_reference_images_by_file_name() -> None:
 
 def test_screen_size_follows_the_screenshot() -> None:
     agent = UITarsAgent("task", screen=(1920, 1080))
-    agent.build_messages(png((1280, 720)))
+    agent.build_messages(Observation(png((1280, 720))))
     assert agent.screen == (1280, 720)
     assert agent.parse("Action: click(start_box='(0,0)')").actions[0].inputs == {"x": 0, "y": 0}

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 import pytest
 import redis
 from typer.testing import CliRunner
@@ -66,12 +67,10 @@ def chat_requests(policy_url: str) -> float:
 
 
 def child_environ(parent_pid: int, module: str) -> dict[str, str]:
-    """Environment of the child of `parent_pid` running `python -m <module>` (from /proc)."""
-    for pid in Path(f"/proc/{parent_pid}/task/{parent_pid}/children").read_text().split():
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        if module.encode() in cmdline:
-            pairs = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-            return dict(p.decode().split("=", 1) for p in pairs if b"=" in p)
+    """Environment of the child of `parent_pid` running `python -m <module>`."""
+    for child in psutil.Process(parent_pid).children():
+        if module in child.cmdline():
+            return child.environ()
     raise AssertionError(f"no child of {parent_pid} runs {module}")
 
 

@@ -1,7 +1,7 @@
-"""The local store's remembered directories (`LocalDirStore._directory`): after the first put into a
-directory, later puts check it with one `stat` instead of an `lstat` per component. These tests change
-the store between puts and check that what the full check refused is still refused, and that a
-removed directory or root is made again. Real files and symlinks, no mocks."""
+"""The local store's path checks (`LocalDirStore._path`, on every put and get): these tests change the
+store between puts (symlinks planted in place of or above a written directory, directories and the
+root removed) and check that a key never leads outside the root and that a removed directory or root
+is made again. Real files and symlinks, no mocks."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def everything_under(directory: Path) -> list[str]:
 
 def test_a_symlink_planted_in_place_of_a_written_directory_is_refused(tmp_path: Path, outside: Path) -> None:
     store = LocalDirStore(tmp_path / "store")
-    store.put("run1/t_0/step_0000.json", b"{}")  # run1/t_0 checked in full and remembered
+    store.put("run1/t_0/step_0000.json", b"{}")  # run1/t_0 made
     shutil.rmtree(tmp_path / "store" / "run1" / "t_0")
     os.symlink(outside / "t_0", tmp_path / "store" / "run1" / "t_0")
     with pytest.raises(ValueError, match="outside the store"):
@@ -102,19 +102,9 @@ def test_puts_from_threads_and_two_stores_of_one_root(tmp_path: Path) -> None:
     assert stores[1].get("run1/t_2/s_7_5.json") == b"7 5"
 
 
-def test_the_directory_memory_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(LocalDirStore, "DIRECTORY_CACHE_MAX", 4)
-    store = LocalDirStore(tmp_path / "store")
-    for n in range(10):
-        store.put(f"run1/t_{n}/a.json", b"1")
-    assert len(store._dirs) == 4 and "run1/t_9" in store._dirs
-    store.put("run1/t_0/b.json", b"2")  # forgotten: checked in full again
-    assert store.get("run1/t_0/b.json") == b"2"
-
-
 def test_get_in_a_written_directory_refuses_what_the_full_check_refuses(tmp_path: Path, outside: Path) -> None:
     store = LocalDirStore(tmp_path / "store")
-    store.put("run1/t_0/a.json", b"1")  # run1/t_0 remembered: gets there take the short way
+    store.put("run1/t_0/a.json", b"1")
     trajectory = tmp_path / "store" / "run1" / "t_0"
     (outside / "secret").write_bytes(b"no")
     os.symlink(outside / "secret", trajectory / "out.json")
@@ -128,6 +118,6 @@ def test_get_in_a_written_directory_refuses_what_the_full_check_refuses(tmp_path
         with pytest.raises(KeyError):
             store.get(key)
     shutil.rmtree(trajectory)
-    os.symlink(outside, trajectory)  # planted in place of the remembered directory
+    os.symlink(outside, trajectory)  # planted in place of the written directory
     with pytest.raises(ValueError, match="outside the store"):
         store.get("run1/t_0/secret")

@@ -11,7 +11,6 @@ is fetched at run time. The desktops, apps, Redis, gateway, runners and sink are
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -48,23 +47,13 @@ def test_example_tasks_are_verbatim_osworld_tasks_with_scripts() -> None:
         assert script["instruction"] == load_task_file(path).instruction, path
 
 
-#: Domains whose app cannot be installed here, with the reason and the command that would be there.
-#: The exception holds only while the app is missing: once it installs, the domain needs its tasks.
-BLOCKED_DOMAINS = {
-    "vs_code": ("code", "VS Code cannot be installed offline on Debian 12: no Debian or PyPI package; npm's "
-                        "code-server needs Node 24 and native builds, electron downloads its binary"),
-}
-
-
 def test_every_osworld_domain_has_two_tasks_scripted_to_reward_one() -> None:
     expected = load_expectations(OSWORLD_SCRIPTS)
     solved: dict[str, int] = {domain: 0 for domain in OSWORLD_DOMAINS}
     for path in TASK_FILES:
         if expected[path.stem].get("reward") == 1.0:
             solved[path.parent.name] += 1
-    short = {d: n for d, n in solved.items() if n < 2}
-    blocked = {d for d, (command, _) in BLOCKED_DOMAINS.items() if shutil.which(command) is None}
-    assert {d: n for d, n in short.items() if d not in blocked} == {}
+    assert {d: n for d, n in solved.items() if n < 2} == {}
 
 
 @pytest.fixture(scope="module")

@@ -80,6 +80,14 @@ def test_resubmission_never_duplicates_work(producer: httpx.Client, redis_url: s
         ({"tasks": [_task("a")], "max_steps": 0}, "max_steps"),
         ({"tasks": [_task("a"), _task("a")]}, "duplicate task id"),
         ({"tasks": [_task("a", evaluator={"func": "exact_match", "conj": "xor"})]}, "tasks.0.evaluator.conj"),
+        ({"tasks": [_task("a")], "agent": "gpt-agent"},
+         "agent: Value error, unknown agent 'gpt-agent' (known: ui_tars_1_5, osworld_prompt, qwen_vl_computer_use"),
+        ({"tasks": [_task("a")], "agent": "osworld_prompt", "agent_options": {"observation_type": "video"}},
+         "agent_options: Value error, agent_options.observation_type of 'osworld_prompt' must be one of screenshot"),
+        ({"tasks": [_task("a")], "agent": "osworld_prompt",
+          "agent_options": {"action_space": "computer_13", "observation_type": "som"}}, "cannot be used together"),
+        ({"tasks": [_task("a")], "agent_options": {"action_space": "pyautogui"}},
+         "agent 'ui_tars_1_5' has no option 'action_space' (its options: history_images, language)"),
     ],
 )
 def test_bad_input_is_rejected_naming_the_field_and_enqueues_nothing(

@@ -15,7 +15,7 @@ import redis
 from rq import Worker
 
 from common.polling import free_port, http_ok, wait_until
-from common.processes import parent_pid
+from common.processes import child_pids, parent_pid
 from services.cli.processes import ManagedProcess
 from services.runner.pool import MAX_RESTART_DELAY_S, RESTART_DELAY_S, STABLE_S, restart_delay, worker_settings
 from services.runner.settings import RunnerSettings
@@ -101,8 +101,7 @@ def test_stopped_workers_leave_no_scheduler_lock_or_process(
     try:
         workers = wait_until(lambda: (pids := _live_workers(client, pool.process.pid)) and len(pids) == 2 and pids,
                              60, "two pooled workers to register")
-        schedulers = wait_until(lambda: [int(p.name) for p in Path("/proc").iterdir()
-                                         if p.name.isdigit() and parent_pid(int(p.name)) in workers],
+        schedulers = wait_until(lambda: [pid for worker in workers for pid in child_pids(worker)],
                                 30, "a worker's RQ scheduler process")
         # The scheduler registers itself (`rq:scheduler:<name>`) once its process runs: wait for that too.
         wait_until(lambda: client.keys("rq:scheduler-lock:*") and client.keys("rq:scheduler:*"), 30,

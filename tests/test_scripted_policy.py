@@ -87,8 +87,8 @@ def test_matching_longest_instruction_and_step_index(scripts_dir: Path) -> None:
     scripts = load_scripts(scripts_dir)
     assert choose_reply(scripts, [{"role": "user", "content": "Please: Rename the folder now"}]) == "R0"
     assert choose_reply(scripts, [user("Rename the folder quickly")]) == "Q0 é"
-    # The instruction may be split over several user messages' text parts; system text does not count.
-    history = [{"role": "system", "content": "Rename the folder quickly"}, user("Rename the folder"),
+    # The instruction may be in several user messages' text parts, or in the system message.
+    history = [{"role": "system", "content": "You are an agent."}, user("Rename the folder"),
                assistant("R0"), user("", image=True)]
     assert choose_reply(scripts, history) == "R1"
     assert choose_reply(scripts, [*history, assistant("R1"), user("")]) == EXHAUSTED_REPLY

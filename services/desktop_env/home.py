@@ -3,8 +3,8 @@
 Layout (like OSWorld's Ubuntu user): the XDG user folders (Desktop, Documents, Downloads, ...),
 `.bashrc` with an Ubuntu-like prompt, `.config/mimeapps.list` so `xdg-open` picks the text editor,
 file manager, LibreOffice, Chromium, VLC and GIMP, `.config/vlc/vlcrc` with VLC's HTTP interface on,
-a LibreOffice profile without first-run dialogs, and `.config/openbox/rc.xml` binding ctrl+alt+t to
-the terminal.
+a LibreOffice profile without first-run dialogs, VS Code's empty `.config/Code/User`, and
+`.config/openbox/rc.xml` binding ctrl+alt+t to the terminal.
 """
 
 from __future__ import annotations
@@ -224,6 +224,9 @@ def build(home: Path, terminal_command: str, password: str = "") -> None:
     (config / "mimeapps.list").write_text(_MIMEAPPS)
     (config / "vlc").mkdir(exist_ok=True)
     (config / "vlc" / "vlcrc").write_text(_VLCRC)
+    # VS Code's user settings folder, present on OSWorld's VM: tasks write settings.json into it
+    # before they start VS Code (vs_code/982d12a5)
+    (config / "Code" / "User").mkdir(parents=True, exist_ok=True)
     libreoffice = config / "libreoffice" / "4" / "user"
     libreoffice.mkdir(parents=True, exist_ok=True)
     (libreoffice / "registrymodifications.xcu").write_text(libreoffice_prefs())

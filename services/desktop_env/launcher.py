@@ -3,11 +3,11 @@
 Each env gets its own free X display and its own home under `root_dir/env-{i}/home`; its log is
 `root_dir/env-{i}/server.log`.
 
-Sandboxed (when root and the kernel allows; see `sandbox`): each env runs in its own network, mount
-and PID namespace as user `user`, its server at `http://<its own address>:5000`, `root_dir/env-{i}/home`
-bound at its real `/home/user`. Otherwise (not root, or `sandbox=False`): `python -m
-services.desktop_env` as the invoking user on a free port of `host`, `/home/user` rewritten to the
-env's home (`homemap`), with one warning naming what is not isolated.
+Sandboxed (when root and bubblewrap can make namespaces here; see `sandbox`): each env runs in its
+own network, mount, PID and IPC namespace as user `user`, its server at `http://<its own
+address>:5000`, `root_dir/env-{i}/home` bound at its real `/home/user`. Otherwise (not root, or
+`sandbox=False`): `python -m services.desktop_env` as the invoking user on a free port of `host`,
+`/home/user` rewritten to the env's home (`homemap`), with one warning naming what is not isolated.
 """
 
 from __future__ import annotations
@@ -152,7 +152,7 @@ class LocalEnvLauncher:
                                        size=self.sandbox_size)
             variables.update({sandbox.SPEC_VAR: spec.model_dump_json(),
                               "DESKTOP_ENV_ID": f"local-{index}-{net.env_ip}"})
-            argv = [sys.executable, "-m", "services.desktop_env.sandbox"]
+            argv = sandbox.supervisor_argv()
             url = f"http://{net.env_ip}:{sandbox.SERVER_PORT}"
         else:
             port = free_port(self.host)

@@ -1,11 +1,12 @@
-"""The network of one sandboxed env: its own network namespace joined to the host by a veth pair,
-one /30 of a private subnet per env (host end `.1`, env end `.2`).
+"""The network of one sandboxed env: the network namespace bubblewrap made for it (`--unshare-net`),
+joined to the host by a veth pair, one /30 of a private subnet per env (host end `.1`, env end `.2`).
 
 An env slot `n` owns, for the life of its sandbox process: the lock file `/run/cua-rollout/slot-n.lock`
-(flock), the named netns `cua-env-n` (only while the sandbox starts; the name is dropped once the
-env's init has joined it, so the namespace dies with the env's last process), and the veth pair
-`cua<n>h` (host) / `cua<n>e` (env), which the kernel deletes with the namespace. A slot whose lock
-is free but whose netns or veth still exist is stale (its owner was killed) and is cleaned on claim.
+(flock) and the veth pair `cua<n>h` (host) / `cua<n>e` (env). The env end is created straight in the
+env's namespace (`ip link ... netns <pid>`), and the namespace has no name, so it lives exactly as
+long as the env's processes and the kernel deletes the pair with it. A slot whose lock is free but
+whose host veth still exists is stale (its owner was killed, its namespace not yet gone) and is
+cleaned on claim. Commands: iproute2's `ip`, util-linux's `nsenter` (configuring the env end).
 """
 
 from __future__ import annotations
@@ -17,11 +18,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from services.desktop_env import syscalls
-
 DEFAULT_SUBNET = "10.213.0.0/16"
 STATE_DIR = Path("/run/cua-rollout")
-_NETNS_DIR = Path("/run/netns")
 
 
 class NetworkError(RuntimeError):
@@ -75,16 +73,6 @@ class EnvNetwork:
         return f"cua{self.slot}e"
 
     @property
-    def netns(self) -> str:
-        """Name of the netns while the sandbox starts (`ip netns` name)."""
-        return f"cua-env-{self.slot}"
-
-    @property
-    def netns_path(self) -> Path:
-        """Bind-mount path of the named netns."""
-        return _NETNS_DIR / self.netns
-
-    @property
     def lock_path(self) -> Path:
         """The slot's lock file."""
         return STATE_DIR / f"slot-{self.slot}.lock"
@@ -92,7 +80,6 @@ class EnvNetwork:
     def host_if_exists(self) -> bool:
         """True while the host end of the veth pair exists (it disappears with the env's netns)."""
         return Path(f"/sys/class/net/{self.host_if}").exists()
-
 
     def link_up(self) -> bool:
         """True once both veth ends are up (addresses and the host route are set before that), so a
@@ -103,10 +90,14 @@ class EnvNetwork:
             return False
 
 
-def _ip(*args: str) -> None:
-    result = subprocess.run(["ip", *args], capture_output=True, text=True, timeout=10)
+def _run(argv: list[str], stdin: str | None = None) -> None:
+    result = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=10)
     if result.returncode != 0:
-        raise NetworkError(f"`ip {' '.join(args)}` failed ({result.returncode}): {result.stderr.strip()}")
+        raise NetworkError(f"`{' '.join(argv)}` failed ({result.returncode}): {result.stderr.strip()}")
+
+
+def _ip(*args: str) -> None:
+    _run(["ip", *args])
 
 
 class SlotLock:
@@ -146,9 +137,7 @@ def slot_free(net: EnvNetwork) -> bool:
 
 
 def remove_stale(net: EnvNetwork) -> None:
-    """Delete a dead owner's named netns and veth of this slot (call while holding its lock)."""
-    if net.netns_path.exists():
-        _ip("netns", "delete", net.netns)
+    """Delete a dead owner's veth of this slot (call while holding its lock)."""
     if net.host_if_exists():
         _ip("link", "delete", net.host_if)
 
@@ -159,8 +148,8 @@ def stage_dir(net: EnvNetwork) -> Path:
 
 
 def release_leftovers(net: EnvNetwork) -> None:
-    """After the slot's supervisor exited: remove what a supervisor killed outright leaves (named
-    netns, host veth, empty stage directory). No-op while another process holds the slot."""
+    """After the slot's supervisor exited: remove what a supervisor killed outright leaves (host
+    veth, empty stage directory). No-op while another process holds the slot."""
     lock = SlotLock(net)
     if not lock.acquire():
         return
@@ -193,29 +182,19 @@ def check_subnet_unused(subnet: str) -> None:
                                "choose another subnet (LocalEnvLauncher(sandbox_subnet=...))")
 
 
-def create(net: EnvNetwork) -> None:
-    """Create the named netns with the env end of a fresh veth pair in it, addresses set, links up,
-    default route via the host end. On failure everything created is removed and NetworkError raised."""
-    _ip("netns", "add", net.netns)
+def attach(net: EnvNetwork, env_pid: int) -> None:
+    """Join the network namespace of process `env_pid` (the env's PID 1) to the host: a fresh veth
+    pair with its env end created in that namespace, addresses set, links up, the env's default
+    route via the host end. On failure the host end (and so the pair) is removed and NetworkError
+    raised naming the command."""
     try:
-        _ip("link", "add", net.host_if, "type", "veth", "peer", "name", net.env_if, "netns", net.netns)
+        _ip("link", "add", net.host_if, "type", "veth", "peer", "name", net.env_if, "netns", str(env_pid))
         _ip("addr", "add", f"{net.host_ip}/30", "dev", net.host_if)
-        _ip("link", "set", net.host_if, "up")
-        _ip("-n", net.netns, "link", "set", "lo", "up")
-        _ip("-n", net.netns, "addr", "add", f"{net.env_ip}/30", "dev", net.env_if)
-        _ip("-n", net.netns, "link", "set", net.env_if, "up")
-        _ip("-n", net.netns, "route", "add", "default", "via", net.host_ip)
+        # one `ip -batch` inside the env's namespace (nsenter: the namespace has no name for `ip -n`)
+        _run(["nsenter", f"--net=/proc/{env_pid}/ns/net", "ip", "-batch", "-"],
+             stdin=f"link set lo up\naddr add {net.env_ip}/30 dev {net.env_if}\nlink set {net.env_if} up\n"
+                   f"route add default via {net.host_ip}\n")
+        _ip("link", "set", net.host_if, "up")  # last: `link_up()` means the env end is configured
     except BaseException:
-        subprocess.run(["ip", "netns", "delete", net.netns], capture_output=True, timeout=10)
         subprocess.run(["ip", "link", "delete", net.host_if], capture_output=True, timeout=10)
         raise
-
-
-def forget_name(net: EnvNetwork) -> None:
-    """Drop the netns's name (`ip netns delete` without forking: unmount + unlink), so the namespace
-    lives exactly as long as the processes in it."""
-    try:
-        syscalls.umount(str(net.netns_path), syscalls.MNT_DETACH)
-    except OSError:
-        pass
-    net.netns_path.unlink(missing_ok=True)

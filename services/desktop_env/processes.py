@@ -15,6 +15,8 @@ import subprocess
 import threading
 from collections.abc import Iterable
 
+import psutil
+
 from common import processes
 from common.polling import DeadlineExceeded, wait_until
 
@@ -32,23 +34,9 @@ def die_with_parent() -> None:
 def is_alive(pid: int) -> bool:
     """True while `pid` exists and is not a zombie (a zombie has exited but is not reaped yet)."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            # Fields after the parenthesised command name: " <state> <ppid> ..."
-            return stat.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except (OSError, IndexError):
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
         return False
-
-
-def _session_id(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            return int(stat.read().rsplit(b")", 1)[1].split()[3])
-    except (OSError, IndexError, ValueError):
-        return None
-
-
-def _all_pids() -> list[int]:
-    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
 
 
 def marked_pids(marker: str, exclude: Iterable[int] = (), cmdline_marks: Iterable[str] = ()) -> list[int]:
@@ -58,24 +46,21 @@ def marked_pids(marker: str, exclude: Iterable[int] = (), cmdline_marks: Iterabl
     ancestor does. A process whose command line holds one of `cmdline_marks` belongs too: Chromium
     overwrites its environment block with its process titles, so its browser process is found by
     the env's own profile directory in its arguments instead."""
-    needle = f"{MARKER_VAR}={marker}".encode()
-    argument_marks = [mark.encode() for mark in cmdline_marks]
+    marks = list(cmdline_marks)
     skip = {os.getpid(), *exclude}
     marked: dict[int, bool | None] = {}  # pid -> marker seen (None: environment unreadable)
-    for pid in _all_pids():
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as environ:
-                marked[pid] = needle in environ.read().split(b"\0")
-        except OSError:
-            marked[pid] = None
-        if argument_marks and not marked[pid]:
-            try:
-                with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
-                    arguments = cmdline.read()
-            except OSError:
-                continue
-            if any(mark in arguments for mark in argument_marks):
-                marked[pid] = True
+    parents: dict[int, int] = {}
+    for process in psutil.process_iter(["ppid", "environ", "cmdline", "status"], ad_value=None):
+        info = process.info
+        if info["status"] in (None, psutil.STATUS_ZOMBIE) or info["ppid"] is None:
+            continue  # gone meanwhile, or a zombie
+        parents[process.pid] = info["ppid"]
+        environ = info["environ"]
+        marked[process.pid] = None if environ is None else environ.get(MARKER_VAR) == marker
+        if marks and not marked[process.pid] and info["cmdline"]:
+            arguments = "\0".join(info["cmdline"])
+            if any(mark in arguments for mark in marks):
+                marked[process.pid] = True
 
     def belongs(pid: int) -> bool:
         seen: set[int] = set()
@@ -83,10 +68,7 @@ def marked_pids(marker: str, exclude: Iterable[int] = (), cmdline_marks: Iterabl
             if marked[pid] is not None:
                 return bool(marked[pid])
             seen.add(pid)
-            parent = processes.parent_pid(pid)
-            if parent is None:
-                return False
-            pid = parent
+            pid = parents[pid]
         return False
 
     return [pid for pid in marked if pid not in skip and belongs(pid) and is_alive(pid)]
@@ -162,10 +144,10 @@ class ChildRegistry:
         children share its session and are reaped by their `Popen`; orphans re-parented to a PID 1
         server come from apps started in sessions of their own).
         """
-        me, reaped = os.getpid(), 0
+        reaped = 0
         with self._lock:
-            for pid in _all_pids():
-                if pid in self._children or processes.parent_pid(pid) != me or is_alive(pid):
+            for pid in processes.child_pids(os.getpid()):
+                if pid in self._children or is_alive(pid):
                     continue
                 if skip_session is not None and _session_id(pid) in (skip_session, None):
                     continue
@@ -175,3 +157,10 @@ class ChildRegistry:
                 except ChildProcessError:
                     pass
         return reaped
+
+
+def _session_id(pid: int) -> int | None:
+    try:
+        return os.getsid(pid)
+    except OSError:
+        return None

@@ -1,30 +1,32 @@
-"""The root filesystem of a sandboxed env, built inside its private mount namespace.
+"""The root filesystem of a sandboxed env: what bubblewrap mounts, and the overlays it cannot.
 
 Layout (the host is never written through it):
 - `/` and every other real host filesystem (ext4, xfs, btrfs, overlay, tmpfs, ...; pseudo and unknown
   filesystems are left out) are writable overlays: the host as the read-only lower layer, the
-  env's writes in an upper layer on one tmpfs that vanishes with the env. Mount points whose path
-  cannot be given to overlayfs (`,` `:` in it) or whose overlay fails are bound read-only;
-  bind-mounted files (e.g. /etc/hosts in containers) are copied in;
-- `/proc` (the env's PID namespace only), `/sys` (read-only, shows the env's network), a minimal
-  `/dev` (null, zero, full, random, urandom, tty; own devpts and /dev/shm), a fresh `/tmp` and
-  `/run`;
-- `/home/user`: the env's home directory from the host, bound read-write (its files are what the
-  launcher's `home(i)` shows).
-Then `pivot_root` makes it `/`, and the host's tree is detached.
+  env's writes in an upper layer on one tmpfs (the stage) that vanishes with the env. Mount points
+  whose path cannot be given to overlayfs (`,` `:` in it) or whose overlay fails are bound read-only;
+  bind-mounted files (e.g. /etc/hosts in containers) are copied in. bubblewrap 0.8 (Debian 12) has no
+  overlay option (`--overlay` came in 0.10), so `build_stage` mounts these with mount(8), in the
+  supervisor's private mount namespace (`unshare --mount`), never in the host's;
+- by bubblewrap (`bwrap_mounts`): that tree bound as `/`, `/proc` (the env's PID namespace only),
+  a minimal `/dev` (null, zero, full, random, urandom, tty; own devpts) with a `/dev/shm` tmpfs, a
+  fresh `/tmp` tmpfs, `/run` (a directory of the stage, laid out by `sandbox_user`), the host's
+  `/sys` read-only (then replaced by a sysfs of the env's network: `SYSFS_MOUNT`), and `/home/user`:
+  the env's home directory from the host, bound read-write (its files are what the launcher's
+  `home(i)` shows).
+bubblewrap marks every mount nosuid; `SUID_REMOUNT` re-allows setuid on `/` so that the desktop
+user's `sudo` works, as on OSWorld's VMs.
 """
 
 from __future__ import annotations
 
-import grp
 import logging
 import os
+import re
 import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-
-from services.desktop_env import syscalls
-from services.desktop_env.syscalls import MS_BIND, MS_NODEV, MS_NOEXEC, MS_NOSUID, MS_RDONLY, MS_REC, MS_REMOUNT
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +35,25 @@ PRIVATE_TREES = ("/proc", "/sys", "/dev", "/run", "/tmp")
 #: Filesystem types overlaid (others, e.g. cgroup or a tool's private mount, are left out).
 OVERLAY_TYPES = frozenset({"ext2", "ext3", "ext4", "xfs", "btrfs", "overlay", "zfs", "f2fs", "vfat", "exfat",
                            "tmpfs", "9p", "virtiofs", "nfs", "nfs4", "squashfs", "iso9660"})
-DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
+#: mount(8) arguments run inside the env's mount namespace (as root, before the server starts).
+SUID_REMOUNT = ("-o", "remount,bind,suid", "/")
+SYSFS_MOUNT = ("-t", "sysfs", "-o", "ro,nosuid,nodev,noexec", "sysfs", "/sys")
+_SIZE = re.compile(r"([1-9][0-9]*)([kmgt]?)")
+
+
+class MountError(OSError):
+    """A mount of the stage failed; the message names the mount(8) command and its output."""
+
+
+def size_bytes(size: str) -> int:
+    """Bytes in a tmpfs-style size: digits with an optional binary suffix k, m, g, t (`4g` = 4 GiB).
+
+    Raises: ValueError naming the text when it is not such a size.
+    """
+    match = _SIZE.fullmatch(size.strip().lower())
+    if match is None:
+        raise ValueError(f"size must be digits with an optional k, m, g or t suffix (e.g. 4g), got {size!r}")
+    return int(match.group(1)) * 1024 ** "_kmgt".index(match.group(2) or "_")
 
 
 @dataclass(frozen=True)
@@ -87,96 +107,71 @@ def overlaid_mounts(mounts: list[HostMount]) -> list[HostMount]:
     return sorted(chosen.values(), key=lambda m: (m.mount_point.count("/"), m.mount_point))
 
 
+def mount(*args: str) -> None:
+    """Run mount(8) with `args`. Raises: MountError naming the command and mount's message."""
+    result = subprocess.run(["mount", *args], capture_output=True, text=True, timeout=30)
+    if result.returncode != 0:
+        raise MountError(f"`mount {' '.join(args)}` failed ({result.returncode}): {result.stderr.strip()}")
+
+
 def _overlay(lower: str, upper: Path, work: Path, target: str) -> None:
     upper.mkdir()
     work.mkdir()
-    syscalls.mount("overlay", target, "overlay", 0, f"lowerdir={lower},upperdir={upper},workdir={work}")
+    mount("-t", "overlay", "-o", f"lowerdir={lower},upperdir={upper},workdir={work}", "overlay", target)
 
 
 def _bind_read_only(source: str, target: str) -> None:
-    syscalls.mount(source, target, None, MS_BIND)
-    syscalls.mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY)
+    mount("--bind", "-o", "ro", source, target)
 
 
-def _add_host_mount(mount: HostMount, root: Path, stage: Path, index: int) -> None:
-    target = str(root) + mount.mount_point
-    if os.path.isfile(mount.mount_point):
+def _add_host_mount(host_mount: HostMount, root: Path, stage: Path, index: int) -> None:
+    mount_point = host_mount.mount_point
+    target = str(root) + mount_point
+    if os.path.isfile(mount_point):
         if os.path.isfile(target):  # a bind-mounted file (resolv.conf, hosts): copy its content in
-            shutil.copyfile(mount.mount_point, target)
+            shutil.copyfile(mount_point, target)
         return
     if not os.path.isdir(target):
-        log.warning("sandbox: %s has no mount point in the root; left out", mount.mount_point)
+        log.warning("sandbox: %s has no mount point in the root; left out", mount_point)
         return
-    if not any(c in mount.mount_point for c in ",:\\"):
+    if not any(c in mount_point for c in ",:\\"):
         try:
-            _overlay(mount.mount_point, stage / f"upper{index}", stage / f"work{index}", target)
+            _overlay(mount_point, stage / f"upper{index}", stage / f"work{index}", target)
             return
         except OSError as exc:
-            log.warning("sandbox: overlay of %s failed (%s); bound read-only instead", mount.mount_point, exc)
-    _bind_read_only(mount.mount_point, target)
+            log.warning("sandbox: overlay of %s failed (%s); bound read-only instead", mount_point, exc)
+    _bind_read_only(mount_point, target)
 
 
-def _build_dev(dev: Path) -> None:
-    syscalls.mount("tmpfs", str(dev), "tmpfs", MS_NOSUID, "mode=755")
-    for name in DEVICES:
-        (dev / name).touch()
-        syscalls.mount(f"/dev/{name}", str(dev / name), None, MS_BIND)
-    (dev / "pts").mkdir()
-    try:
-        tty_gid = f",gid={grp.getgrnam('tty').gr_gid}"
-    except KeyError:
-        tty_gid = ""
-    syscalls.mount("devpts", str(dev / "pts"), "devpts", MS_NOSUID | MS_NOEXEC,
-                   f"newinstance,ptmxmode=0666,mode=0620{tty_gid}")
-    (dev / "ptmx").symlink_to("pts/ptmx")
-    (dev / "shm").mkdir()
-    syscalls.mount("tmpfs", str(dev / "shm"), "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
-    (dev / "fd").symlink_to("/proc/self/fd")
-    for number, name in enumerate(("stdin", "stdout", "stderr")):
-        (dev / name).symlink_to(f"/proc/self/fd/{number}")
+def build_stage(stage: Path, size: str, mountinfo: str) -> Path:
+    """Mount the env's root tree under `stage` (an empty host directory; call in a private mount
+    namespace) and return its path; `stage/run` is the env's `/run`. `size`: tmpfs size of the
+    writable layers, e.g. `4g` (memory is used only by what the env writes); `mountinfo`: the host's
+    /proc/self/mountinfo text.
 
-
-def _mount_sys(target: Path) -> None:
-    try:
-        syscalls.mount("sysfs", str(target), "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    except OSError as exc:
-        log.warning("sandbox: fresh sysfs failed (%s); host /sys bound read-only", exc)
-        _bind_read_only("/sys", str(target))
-
-
-def build_root(stage: Path, home: Path, size: str, mountinfo: str) -> Path:
-    """Mount the env's root under `stage` (an empty host directory, in this private mount namespace)
-    and return its path. `home`: host directory bound at /home/user; `size`: tmpfs size of the
-    writable layers, e.g. `4g` (memory is used only by what the env writes); `mountinfo`: the
-    host's /proc/self/mountinfo text.
-
-    Raises: OSError naming the mount that failed (an overlay of `/` is required).
+    Raises: MountError naming the mount that failed (an overlay of `/` is required).
     """
-    syscalls.mount("tmpfs", str(stage), "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=700")
+    mount("-t", "tmpfs", "-o", f"size={size},mode=700,nosuid,nodev", "tmpfs", str(stage))
     root = stage / "root"
     root.mkdir()
     _overlay("/", stage / "upper", stage / "work", str(root))
-    for index, mount in enumerate(overlaid_mounts(parse_mountinfo(mountinfo))):
-        _add_host_mount(mount, root, stage, index)
-    for name in ("proc", "sys", "dev", "tmp", "run"):
-        (root / name).mkdir(exist_ok=True)
-    _build_dev(root / "dev")
-    _mount_sys(root / "sys")
-    syscalls.mount("tmpfs", str(root / "tmp"), "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=1777")
-    syscalls.mount("tmpfs", str(root / "run"), "tmpfs", MS_NOSUID | MS_NODEV, "size=256m,mode=755")
-    (root / "home" / "user").mkdir(parents=True, exist_ok=True)
-    syscalls.mount(str(home), str(root / "home" / "user"), None, MS_BIND | MS_REC)
+    for index, host_mount in enumerate(overlaid_mounts(parse_mountinfo(mountinfo))):
+        _add_host_mount(host_mount, root, stage, index)
+    (stage / "run").mkdir(mode=0o755)
     return root
 
 
-def enter_root(root: Path) -> None:
-    """Mount /proc of the caller's PID namespace in `root`, then make `root` the caller's `/` and
-    detach the host's tree. Call as PID 1 of the env's PID namespace."""
-    syscalls.mount("proc", str(root / "proc"), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    old = root / ".old-root"
-    old.mkdir(exist_ok=True)
-    os.chdir(root)
-    syscalls.pivot_root(".", ".old-root")
-    os.chdir("/")
-    syscalls.umount("/.old-root", syscalls.MNT_DETACH)
-    os.rmdir("/.old-root")
+def bwrap_mounts(stage: Path, home: Path, size: str) -> list[str]:
+    """bubblewrap's arguments that build the env's file system from `build_stage`'s tree under `stage`
+    (see the module doc): `/tmp` gets a tmpfs of `size`, `home` is bound at /home/user.
+
+    Raises: ValueError when `size` is not a tmpfs size.
+    """
+    return ["--bind", str(stage / "root"), "/",
+            "--proc", "/proc",
+            "--dev", "/dev",
+            "--perms", "1777", "--tmpfs", "/dev/shm",
+            "--size", str(size_bytes(size)), "--perms", "1777", "--tmpfs", "/tmp",
+            "--bind", str(stage / "run"), "/run",
+            "--ro-bind", "/sys", "/sys",
+            "--bind", str(home), "/home/user"]

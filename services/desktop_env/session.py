@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 
 _START_TIMEOUT_S = 15.0
 _REAP_INTERVAL_S = 1.0
+_STOP_ROUNDS = 3  # rounds of stopping the env's processes at reset: those started meanwhile go in the next
 _MODIFIER_KEYS = ("Shift_L", "Shift_R", "Control_L", "Control_R", "Alt_L", "Alt_R", "Super_L", "Super_R")
 # Variables of the server's own environment that must not leak into the desktop's children.
 _DROPPED_VARS = ("DBUS_SESSION_BUS_ADDRESS", "WAYLAND_DISPLAY", "XAUTHORITY", "XDG_SESSION_ID", "SESSION_MANAGER",
@@ -215,9 +216,15 @@ class DesktopSession:
     # -- reset -----------------------------------------------------------------------------
     def _stop_env_processes(self) -> None:
         core_pids = [p.pid for p in self._core.values()]
-        # the `google-chrome` shim's profile in this env's home (see shims.py): Chromium's own marker
-        chrome_profile = f"--user-data-dir={self.settings.home}/.config/google-chrome"
-        left = stop_pids(marked_pids(self.marker, exclude=core_pids, cmdline_marks=[chrome_profile]))
+        # a Chromium profile in this env's home (the `google-chrome` shim's, the VS Code window's; see
+        # shims.py): Chromium's own marker
+        chromium_profile = f"--user-data-dir={self.settings.home}/"
+        left: list[int] = []
+        for _ in range(_STOP_ROUNDS):  # a dying parent may start children (VS Code restarts its watchers)
+            pids = marked_pids(self.marker, exclude=core_pids, cmdline_marks=[chromium_profile])
+            if not pids:
+                break
+            left = stop_pids(pids)
         if left:
             log.warning("processes %s of env %s survived SIGKILL", left, self.settings.env_id)
         self.registry.prune()

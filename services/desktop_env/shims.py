@@ -18,6 +18,8 @@
   is drawn (`app_ready`, `painted`); example tasks wait for slow apps with it.
 - `nautilus` (only when not installed): OSWorld tasks open folders with it; runs pcmanfm, the file
   manager of the desktop's mime settings.
+- `code` (when code-server and chromium are installed, `common.code_server`): VS Code's command line
+  on one code-server per env shown in a Chromium app window (`vscode_cli`, `vscode_server`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ import shlex
 import shutil
 import sys
 from pathlib import Path
+
+from common.code_server import browser_binary, code_server_binary
 
 _XTERM_RESOURCES = (
     "XTerm*allowTitleOps: false",
@@ -117,6 +121,13 @@ exec {python} -m services.desktop_env.painted $extents
 APP_READY_PYTHON = "/usr/bin/python3"  # Debian's interpreter, which has python3-pyatspi
 
 
+_CODE = """\
+#!/bin/sh
+# VS Code's `code` command for OSWorld tasks: code-server in a Chromium app window (vscode_cli.py).
+exec {python} -m services.desktop_env.vscode_cli {code_server} {browser} "$@"
+"""
+
+
 def _write_executable(path: Path, text: str) -> None:
     path.write_text(text)
     path.chmod(0o755)
@@ -153,3 +164,7 @@ def install(bin_dir: Path, log_path_pattern: str, client_password: str) -> None:
         _write_executable(bin_dir / "nautilus", _NAUTILUS)
     if shutil.which("sudo") is None:
         _write_executable(bin_dir / "sudo", _SUDO.format(password=shlex.quote(client_password)))
+    code_server, browser = code_server_binary(), browser_binary()
+    if code_server is not None and browser is not None:
+        _write_executable(bin_dir / "code", _CODE.format(python=shlex.quote(sys.executable), browser=shlex.quote(
+            browser), code_server=shlex.quote(str(code_server))))

@@ -2,140 +2,165 @@
 
 OSWorld reads gnome-terminal's text through the accessibility bus. Our terminal is an xterm started
 with its own logging (`-l -lf <log>`), one log per xterm named after its pid (which is the window's
-`_NET_WM_PID`). `render()` replays the logged byte stream on a minimal virtual screen.
+`_NET_WM_PID`). `render()` replays the logged byte stream on pyte's VT100/xterm screen of the
+terminal's current size (its pty's window size), so wrapping, cursor moves, erasing and scroll
+regions come out as xterm draws them. The text: the scrollback (xterm keeps `SAVE_LINES`) and the
+screen, a line the terminal wrapped as one line (as VTE's accessible text, which OSWorld reads,
+joins soft-wrapped rows), trailing blanks removed. A full-screen program (vim, less, top) shows on
+the alternate screen while it runs; after it exits the shell's screen is back, as in xterm.
 
-Limitations: the screen width is unknown, so long lines are not wrapped; full-screen programs
-(vim, less, top) are skipped via the alternate screen; absolute cursor moves are approximated
-relative to the last full clear.
+Limits: the log is replayed at the terminal's size now (xterm does not reflow old lines when
+resized, so lines printed before a resize may wrap differently here); only the last
+`MAX_REPLAY_BYTES` of a log are replayed (pyte runs at a few hundred KB/s), which holds more than
+the scrollback of ordinary output.
 """
 
 from __future__ import annotations
 
-import re
+import copy
+import logging
+import os
+from collections import defaultdict, deque
 from pathlib import Path
+from typing import Any, cast
+
+import psutil
+import pyte
+from pyte import modes
 
 from services.desktop_env import x11
 from services.desktop_env.processes import is_alive
 
-_TOKEN_RE = re.compile(
-    r"\x1b\[([0-9;?<=>]*)[ -/]*([@-~])"  # CSI: params, final byte
-    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC (window title etc.), ignored
-    r"|\x1b[()*+#][0-9A-Za-z]|\x1b[@-Z\\-_=>78]"  # charset and other escapes, ignored
-    r"|[\x00-\x1f]"  # control characters
-    r"|[^\x00-\x1f\x1b]+"  # printable text
-)
+log = logging.getLogger(__name__)
+
+SAVE_LINES = 1024  # xterm's default `saveLines`: scrollback kept
+MAX_REPLAY_BYTES = 256 * 1024
+DEFAULT_SIZE = (80, 24)  # xterm's default geometry: columns, lines
+_ALTERNATE = {47, 1047, 1049}  # xterm's alternate screen modes (1049 also saves the cursor)
 
 
-class _Screen:
-    """A grid of lines with a cursor; enough of a VT100 for shell sessions."""
+class _Line(pyte.screens.StaticDefaultDict[int, pyte.screens.Char]):
+    """One screen row (column -> character); `wrapped` when the text went on in the next row
+    because it reached the last column (autowrap), not because of a newline."""
 
-    def __init__(self) -> None:
-        self.lines: list[list[str]] = [[]]
-        self.row = self.col = self.top = 0
-        self.saved: tuple[list[list[str]], int, int, int] | None = None
+    wrapped = False
 
-    def _line(self) -> list[str]:
-        while len(self.lines) <= self.row:
-            self.lines.append([])
-        return self.lines[self.row]
 
-    def put(self, text: str) -> None:
-        line = self._line()
-        if len(line) < self.col:
-            line.extend(" " * (self.col - len(line)))
-        line[self.col:self.col + len(text)] = list(text)
-        self.col += len(text)
+class _Screen(pyte.Screen):
+    """pyte's screen plus what xterm has and pyte lacks: the alternate screen, scrollback (rows that
+    scroll off the top of a full-height scroll region), soft-wrap marks."""
 
-    def control(self, char: str) -> None:
-        if char == "\n":
-            self.row += 1
-        elif char == "\r":
-            self.col = 0
-        elif char == "\b":
-            self.col = max(0, self.col - 1)
-        elif char == "\t":
-            self.col = (self.col // 8 + 1) * 8
+    def __init__(self, columns: int, lines: int) -> None:
+        self.scrollback: deque[_Line] = deque(maxlen=SAVE_LINES)
+        self._main: tuple[Any, pyte.screens.Cursor, deque[_Line]] | None = None
+        super().__init__(columns, lines)
 
-    def csi(self, params: str, final: str) -> None:
-        private = params.startswith("?")
-        numbers = [int(p) if p.isdigit() else 0 for p in params.lstrip("?<=>").split(";")] if params else []
-        n = numbers[0] if numbers and numbers[0] else 1
-        if private and final in "hl" and {47, 1047, 1049} & set(numbers):
-            self._alternate(final == "h")
-        elif private:
-            return
-        elif final == "K":
-            self._erase_line(numbers[0] if numbers else 0)
-        elif final == "J":
-            self._erase_screen(numbers[0] if numbers else 0)
-        elif final in "Hf":
-            self.row = self.top + max(numbers[0] if numbers else 1, 1) - 1
-            self.col = max(numbers[1] if len(numbers) > 1 else 1, 1) - 1
-        elif final in "ABCDG":
-            self._move(final, n)
-        elif final == "P":
-            del self._line()[self.col:self.col + n]
-        elif final == "@":
-            self._line()[self.col:self.col] = [" "] * n
-        elif final == "X":
-            line = self._line()
-            line[self.col:self.col + n] = [" "] * len(line[self.col:self.col + n])
+    def reset(self) -> None:
+        super().reset()
+        self.buffer = defaultdict(lambda: _Line(self.default_char))
 
-    def _move(self, final: str, n: int) -> None:
-        if final == "A":
-            self.row = max(self.top, self.row - n)
-        elif final == "B":
-            self.row += n
-        elif final == "C":
-            self.col += n
-        elif final == "D":
-            self.col = max(0, self.col - n)
-        else:  # G: absolute column
-            self.col = n - 1
+    def row(self, y: int) -> _Line:
+        """Screen row `y` (0 = top); every row of this screen is a `_Line`."""
+        return cast(_Line, self.buffer[y])
 
-    def _erase_line(self, mode: int) -> None:
-        line = self._line()
-        if mode == 0:
-            del line[self.col:]
-        elif mode == 1:
-            line[:self.col + 1] = [" "] * min(len(line), self.col + 1)
-        else:
-            line.clear()
+    def draw(self, data: str) -> None:
+        while data:
+            room = self.columns - self.cursor.x
+            if room <= 0 and modes.DECAWM in self.mode:
+                self.row(self.cursor.y).wrapped = True  # the next character starts the next row
+            take = room if room > 0 and data[:room].isascii() else 1  # ASCII: one cell each
+            super().draw(data[:take])
+            data = data[take:]
 
-    def _erase_screen(self, mode: int) -> None:
-        if mode in (2, 3):  # `clear`: the visible text starts over
-            self.lines, self.row, self.col, self.top = [[]], 0, 0, 0
-        elif mode == 0:
-            del self._line()[self.col:]
-            del self.lines[self.row + 1:]
+    def index(self) -> None:
+        top, bottom = self.margins or pyte.screens.Margins(0, self.lines - 1)
+        if self.cursor.y == bottom and top == 0:
+            self.scrollback.append(self.row(top))
+        super().index()
 
-    def _alternate(self, enter: bool) -> None:
-        if enter and self.saved is None:
-            self.saved = (self.lines, self.row, self.col, self.top)
-            self.lines, self.row, self.col, self.top = [[]], 0, 0, 0
-        elif not enter and self.saved is not None:
-            self.lines, self.row, self.col, self.top = self.saved
-            self.saved = None
+    def erase_in_line(self, how: int = 0, private: bool = False) -> None:
+        super().erase_in_line(how, private)
+        if how in (0, 2):
+            self.row(self.cursor.y).wrapped = False
+
+    def erase_in_display(self, how: int = 0, *args: Any, **kwargs: Any) -> None:
+        super().erase_in_display(how, *args, **kwargs)
+        rows = {0: range(self.cursor.y, self.lines), 1: range(self.cursor.y)}.get(how, range(self.lines))
+        for y in rows:
+            self.row(y).wrapped = False
+        if how == 3:  # xterm's "erase saved lines" (`clear` sends it)
+            self.scrollback.clear()
+
+    def set_mode(self, *numbers: int, **kwargs: Any) -> None:
+        if kwargs.get("private") and _ALTERNATE & set(numbers) and self._main is None:
+            self._main = (self.buffer, copy.copy(self.cursor), self.scrollback)
+            self.buffer = defaultdict(lambda: _Line(self.default_char))
+            self.scrollback = deque(maxlen=0)  # the alternate screen has no scrollback
+        super().set_mode(*numbers, **kwargs)
+
+    def reset_mode(self, *numbers: int, **kwargs: Any) -> None:
+        if kwargs.get("private") and _ALTERNATE & set(numbers) and self._main is not None:
+            self.buffer, cursor, self.scrollback = self._main
+            if 1049 in numbers:
+                self.cursor = cursor
+            self._main = None
+            self.dirty.update(range(self.lines))
+        super().reset_mode(*numbers, **kwargs)
 
     def text(self) -> str:
-        lines = self.saved[0] if self.saved is not None else self.lines
-        return "\n".join("".join(line).rstrip() for line in lines).rstrip()
+        """Scrollback and screen, one line per logical line (soft-wrapped rows joined)."""
+        out: list[str] = []
+        pending = ""
+        for line in [*self.scrollback, *(self.row(y) for y in range(self.lines))]:
+            row = "".join(line[x].data for x in range(self.columns))
+            if line.wrapped:
+                pending += row
+                continue
+            out.append((pending + row).rstrip())
+            pending = ""
+        if pending:
+            out.append(pending.rstrip())
+        return "\n".join(out).rstrip()
 
 
-def render(data: bytes) -> str:
-    """The text a terminal shows after receiving `data` (UTF-8, escapes interpreted), right-stripped."""
-    screen = _Screen()
-    for match in _TOKEN_RE.finditer(data.decode("utf-8", "replace")):
-        token = match.group(0)
-        if match.group(2) is not None:
-            screen.csi(match.group(1), match.group(2))
-        elif token[0] == "\x1b":
-            continue
-        elif len(token) == 1 and token < " ":
-            screen.control(token)
-        else:
-            screen.put(token)
+def render(data: bytes, columns: int = DEFAULT_SIZE[0], lines: int = DEFAULT_SIZE[1]) -> str:
+    """The text (see the module doc) of a `columns` x `lines` terminal after it received `data`
+    (UTF-8, with escape sequences). Only the last `MAX_REPLAY_BYTES` are replayed, from a line start.
+
+    Raises: ValueError when the size is not positive.
+    """
+    if columns < 1 or lines < 1:
+        raise ValueError(f"terminal size must be positive, got {columns}x{lines}")
+    if len(data) > MAX_REPLAY_BYTES:
+        tail = data[-MAX_REPLAY_BYTES:]
+        data = tail[tail.find(b"\n") + 1:]
+    screen = _Screen(columns, lines)
+    pyte.ByteStream(screen).feed(data)
     return screen.text()
+
+
+def window_size(xterm_pid: int) -> tuple[int, int]:
+    """(columns, lines) of the xterm `xterm_pid` now: the window size of its shell's pty (xterm sets
+    it on every resize); xterm's default 80x24 when there is no child with a terminal (any more)."""
+    try:
+        ttys = [child.terminal() for child in psutil.Process(xterm_pid).children()]
+    except psutil.Error:
+        ttys = []
+    for tty in ttys:
+        if tty is None:
+            continue
+        try:
+            fd = os.open(tty, os.O_RDONLY | os.O_NOCTTY | os.O_NONBLOCK)
+        except OSError:
+            continue
+        try:
+            size = os.get_terminal_size(fd)  # ioctl TIOCGWINSZ
+            return size.columns, size.lines
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+    return DEFAULT_SIZE
 
 
 class TerminalLogs:
@@ -151,17 +176,23 @@ class TerminalLogs:
     def _log_for(self, pid: int) -> Path:
         return self.log_dir / f"terminal-{pid}.log"
 
+    @staticmethod
+    def _pid_of(path: Path) -> int:
+        return int(path.stem.split("-")[1])
+
+    def _render(self, path: Path) -> str:
+        return render(path.read_bytes(), *window_size(self._pid_of(path)))
+
     def current_text(self, display: str) -> str | None:
         """Text of the focused terminal, else of the newest terminal still open; None when no
         terminal is open (OSWorld returns `output: null` then)."""
         active = x11.active_window(display)
         if active is not None and active.pid is not None and self._log_for(active.pid).exists():
-            return render(self._log_for(active.pid).read_bytes())
-        live = [p for p in self.log_dir.glob("terminal-*.log") if is_alive(int(p.stem.split("-")[1]))]
+            return self._render(self._log_for(active.pid))
+        live = [p for p in self.log_dir.glob("terminal-*.log") if is_alive(self._pid_of(p))]
         if not live:
             return None
-        newest = max(live, key=lambda p: p.stat().st_mtime)
-        return render(newest.read_bytes())
+        return self._render(max(live, key=lambda p: p.stat().st_mtime))
 
     def clear(self) -> None:
         """Delete every terminal log (on reset, after the terminals are gone)."""

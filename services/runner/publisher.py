@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 import redis
+import tenacity
 
 from common import keys
 from common.events import EpisodeEvent, StepEvent, encode_event
@@ -28,17 +29,19 @@ def stream_bytes(client: redis.Redis, stream: str = keys.EVENTS_STREAM) -> int:
 
 
 def retry_redis(call: Callable[[], _T], within_s: float, what: str, interval_s: float = 0.5) -> _T:
-    """Call `call`, retrying on Redis errors and backpressure timeouts for up to `within_s` seconds.
-    Raises: the last error once the time is up."""
-    deadline = time.monotonic() + within_s
-    while True:
-        try:
-            return call()
-        except (redis.RedisError, BackpressureTimeout) as exc:
-            if time.monotonic() >= deadline:
-                raise
-            log.warning("%s failed (%r); retrying", what, exc)
-            time.sleep(interval_s)
+    """Call `call`, retrying on Redis errors and backpressure timeouts while a retry can start within
+    `within_s` seconds of the first call; waits between calls grow from `interval_s` seconds, doubling
+    up to 8 x `interval_s`, plus up to `interval_s` of random jitter (runners that lost Redis together
+    do not come back in step). Raises: the last error once the time is up."""
+    def warn(state: tenacity.RetryCallState) -> None:
+        error = state.outcome.exception() if state.outcome is not None else None
+        log.warning("%s failed (%r); retrying", what, error)
+
+    retrying = tenacity.Retrying(
+        retry=tenacity.retry_if_exception_type((redis.RedisError, BackpressureTimeout)),
+        wait=tenacity.wait_exponential(multiplier=interval_s, max=8 * interval_s) + tenacity.wait_random(0, interval_s),
+        stop=tenacity.stop_before_delay(within_s), before_sleep=warn, reraise=True)
+    return retrying(call)
 
 
 class EventPublisher:

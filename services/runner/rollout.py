@@ -25,7 +25,8 @@ from common.run import RolloutJob, trajectory_prefix
 from common.runstate import RolloutRecord, is_cancelled, record_rollout
 from common.status import RolloutStatus
 from common.versions import version_order_key
-from services.runner.agent.ui_tars import UITarsAgent
+from services.runner.agent.base import Agent
+from services.runner.agent.registry import make_agent
 from services.runner.envs import EnvRequest, EnvUnavailable, make_provider
 from services.runner.metrics import LEASE_WAIT_SECONDS, observe_attempt
 from services.runner.model_client import ModelClient, shared_model_client
@@ -220,20 +221,23 @@ class RolloutRunner:
             "env_image": lease.env.provider,
             "sampling": sampling,
             "model": job.model,
+            "agent": job.agent,
+            "agent_options": job.agent_options,
             "domain": job.task.effective_domain,
         }
         t0 = time.perf_counter()
         self.publisher.publish(
             EpisodeEvent(phase="start", task_config=job.task.to_json_dict(), **ref, **common_fields)
         )
-        agent: UITarsAgent | None = None
+        agent: Agent | None = None
         outcome = RolloutOutcome(status=RolloutStatus.ENV_INIT_FAILED)
         setup_ms = eval_ms = 0.0
         model = self.model_client()
         try:
             screen = self._setup(job, env, lease, totals)
             setup_ms = (time.perf_counter() - t0) * 1000.0
-            agent = UITarsAgent(job.task.instruction, screen=screen)
+            agent = make_agent(job.agent, job.agent_options, job.task.instruction, screen,
+                               self.settings.client_password)
             outcome = self.steps.run(Episode(job, ref, env, model, agent, keeper, totals))
             if outcome.status.has_reward:
                 t_eval = time.perf_counter()

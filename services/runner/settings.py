@@ -44,6 +44,13 @@ class RunnerSettings(ServiceSettings, EventShardSettings):
     it itself, keeping its connections across rollouts; 25-70 ms less CPU per rollout by host, for
     envs whose steps take milliseconds; a crash of a rollout is then a crash of its worker, which
     another worker's reaper recovers like any dead worker).
+    A reply the agent cannot parse is sampled again up to `max_parse_retries` times, at the run's
+    sampling with the temperature raised to at least `resample_temperature` (0.7: at the default
+    temperature 0 vLLM decodes greedily and returns the same reply again, so a re-sample needs
+    randomness to differ; 0.7 is the temperature Qwen2.5's instruct models ship as their default and
+    within OSWorld's agents' own range (PromptAgent 0.5, its run.py 1.0): enough to leave a bad token
+    choice while keeping the format the model learned). When no sample parses, the step is the
+    agent's `FAIL` (OSWorld's agents do the same) and the episode is scored.
     `workers`: RQ workers in this runner process (`services/runner/pool.py`): above 1, the process imports
     the job code once and forks that many workers, which share it copy-on-write; each has its own id
     (`<id>-w<slot>`), Redis connections, env provider and reaper.
@@ -62,7 +69,8 @@ class RunnerSettings(ServiceSettings, EventShardSettings):
     cache_dir: Path = Path("./.cache/osworld")
     model_timeout_s: float = 300.0
     model_connect_timeout_s: float = 5.0
-    max_parse_retries: int = 2
+    max_parse_retries: int = Field(default=2, ge=0)
+    resample_temperature: float = Field(default=0.7, ge=0.0, le=2.0)
     wait_action_s: float = 1.0
     settle_max_s: float = Field(default=2.0, ge=0.0)
     settle_quiet_s: float = Field(default=0.5, ge=0.0)

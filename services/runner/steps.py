@@ -13,12 +13,11 @@ import redis
 
 from common.env_client import DesktopEnvClient, EnvError
 from common.envpool import LeaseKeeper
-from common.events import ExecResult, ParsedAction, StepEvent, StepTimings, Usage
+from common.events import DiscardedReply, ExecResult, ParsedAction, StepEvent, StepTimings, Usage
 from common.run import RolloutJob
 from common.runstate import is_cancelled
 from common.status import RolloutStatus
-from services.runner.agent.parser import ParsedResponse, ParseError
-from services.runner.agent.ui_tars import UITarsAgent
+from services.runner.agent.base import Agent, Observation, ParsedResponse, ParseError
 from services.runner.metrics import StepParts, observe_step
 from services.runner.model_client import ModelClient, ModelError, ModelReply
 from services.runner.outcome import EpisodeStop, RolloutOutcome, StepTotals
@@ -39,9 +38,34 @@ class Episode:
     ref: dict[str, Any]
     env: DesktopEnvClient
     model: ModelClient
-    agent: UITarsAgent
+    agent: Agent
     keeper: LeaseKeeper
     totals: StepTotals
+
+
+@dataclass
+class Sampled:
+    """The outcome of a step's sampling: the reply kept, its parse (the agent's FAIL when no sample
+    parsed, `parse_error` then saying why), the total model time (ms) and the discarded replies."""
+
+    reply: ModelReply
+    parsed: ParsedResponse
+    model_ms: float
+    discarded: list[DiscardedReply]
+    parse_error: str | None = None
+
+
+def unparseable_fail(error: str) -> ParsedResponse:
+    """The agent's `FAIL` standing for a reply that did not parse after its re-samples (OSWorld's agents
+    turn an unparseable reply into FAIL too, so the episode is scored: an infeasible task scores 1)."""
+    return ParsedResponse(thought="", terminal="FAIL",
+                          actions=[ParsedAction(action_type="FAIL", inputs={"unparseable": error})])
+
+
+def resample_params(sampling: dict[str, Any], floor: float) -> dict[str, Any]:
+    """The sampling of a re-sample: the run's, with the temperature raised to at least `floor` (at
+    temperature 0 a model gives the same reply again)."""
+    return {**sampling, "temperature": max(float(sampling.get("temperature", 0.0)), floor)}
 
 
 def pointer_of(env: DesktopEnvClient) -> Point | None:
@@ -82,24 +106,29 @@ class StepLoop:
                 t_env = time.perf_counter()
                 png = self._env_call(settler.first_frame, f"screenshot failed at step {step}")
                 screenshot_ms = (time.perf_counter() - t_env) * 1000.0
-            messages = agent.build_messages(png)
+            tree = None
+            if agent.needs_accessibility_tree:
+                t_env = time.perf_counter()
+                tree = self._env_call(env.accessibility, f"accessibility tree failed at step {step}")
+                screenshot_ms += (time.perf_counter() - t_env) * 1000.0
+            messages = agent.build_messages(Observation(screenshot=png, accessibility_tree=tree))
             if totals.first_model_at is None:
                 totals.first_model_at = time.monotonic()
-            reply, parsed, model_ms = self._sample_parsable(job, episode.model, agent, messages)
+            sampled = self._sample_parsable(job, episode.model, agent, messages)
+            reply, parsed, model_ms = sampled.reply, sampled.parsed, sampled.model_ms
             totals.model_ms += model_ms
-            totals.prompt_tokens += reply.prompt_tokens
-            totals.completion_tokens += reply.completion_tokens
-            if reply.model_version:
-                totals.versions.append(reply.model_version)
+            totals.prompt_tokens += reply.prompt_tokens + sum(d.usage.prompt_tokens for d in sampled.discarded)
+            totals.completion_tokens += reply.completion_tokens + sum(d.usage.completion_tokens
+                                                                      for d in sampled.discarded)
+            totals.versions += [v for v in [*(d.model_version for d in sampled.discarded), reply.model_version] if v]
             agent.record(reply.text)
-            execution, settle_ms, capped, next_png = ExecResult(), 0.0, False, None
-            if parsed is not None:
-                t_env = time.perf_counter()
-                execution, acted = self._execute(env, parsed.actions, step)
-                action_ms = (time.perf_counter() - t_env) * 1000.0
-                if acted and self.settings.settle_max_s > 0:
-                    settled = self._env_call(partial(settler.settle, png), f"screenshot failed at step {step}")
-                    settle_ms, capped, next_png = settled.settle_ms, settled.capped, settled.png
+            settle_ms, capped, next_png = 0.0, False, None
+            t_env = time.perf_counter()
+            execution, acted = self._execute(env, parsed.actions, step)
+            action_ms = (time.perf_counter() - t_env) * 1000.0
+            if acted and self.settings.settle_max_s > 0:
+                settled = self._env_call(partial(settler.settle, png), f"screenshot failed at step {step}")
+                settle_ms, capped, next_png = settled.settle_ms, settled.capped, settled.png
             env_ms = screenshot_ms + action_ms
             totals.env_ms += env_ms
             totals.action_ms += action_ms
@@ -108,16 +137,18 @@ class StepLoop:
             timings = StepTimings(model_ms=model_ms, env_ms=env_ms, settle_ms=settle_ms, settle_capped=capped,
                                   step_ms=(time.perf_counter() - t_step) * 1000.0)
             t_publish = time.perf_counter()
-            self._publish(episode, step, reply, parsed, execution, png, timings)
+            self._publish(episode, step, sampled, execution, png, timings)
             t_end = time.perf_counter()
             totals.publish_ms += (t_end - t_publish) * 1000.0
             totals.steps_ms += (t_end - t_step) * 1000.0
             observe_step(StepParts(model_ms=model_ms, action_ms=action_ms, screenshot_ms=screenshot_ms,
                                    settle_ms=settle_ms, total_ms=(t_end - t_step) * 1000.0))
             totals.steps = step + 1
-            if parsed is None:
-                return RolloutOutcome(status=RolloutStatus.PARSE_ERROR, num_steps=step + 1,
-                                      error=f"unparseable reply at step {step}: {reply.text[:200]!r}")
+            if sampled.parse_error is not None:
+                return RolloutOutcome(
+                    status=RolloutStatus.AGENT_FAIL, num_steps=step + 1, last_action="FAIL",
+                    error=f"unparseable reply at step {step} after {len(sampled.discarded) + 1} samples, "
+                          f"taken as the agent's FAIL: {sampled.parse_error}; last reply {reply.text[:200]!r}")
             if parsed.terminal == "DONE":
                 return RolloutOutcome(status=RolloutStatus.COMPLETED, num_steps=step + 1, last_action="DONE")
             if parsed.terminal == "FAIL":
@@ -132,8 +163,9 @@ class StepLoop:
         except EnvError as exc:
             raise EpisodeStop(RolloutStatus.ENV_ERROR, f"{what}: {exc}") from exc
 
-    def _publish(self, episode: Episode, step: int, reply: ModelReply, parsed: ParsedResponse | None,
-                 execution: ExecResult, png: bytes, timings: StepTimings) -> None:
+    def _publish(self, episode: Episode, step: int, sampled: Sampled, execution: ExecResult, png: bytes,
+                 timings: StepTimings) -> None:
+        reply, parsed = sampled.reply, sampled.parsed
         self.publisher.publish(
             StepEvent(
                 step=step,
@@ -141,40 +173,54 @@ class StepLoop:
                 model_version=reply.model_version,
                 replica=reply.replica,
                 response=reply.text,
-                thought=parsed.thought if parsed else "",
-                actions=parsed.actions if parsed else [],
+                thought=parsed.thought,
+                actions=parsed.actions,
                 execution=execution,
                 timings=timings,
                 usage=Usage(prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens),
                 token_ids=reply.token_ids,
                 logprobs=reply.logprobs,
                 prompt_token_ids=reply.prompt_token_ids,
+                discarded=sampled.discarded,
+                parse_error=sampled.parse_error,
                 **episode.ref,
             ),
             png,
         )
 
-    def _sample_parsable(
-        self, job: RolloutJob, model: ModelClient, agent: UITarsAgent, messages: list[dict[str, Any]]
-    ) -> tuple[ModelReply, ParsedResponse | None, float]:
-        """Call the model; re-sample an unparseable reply up to `max_parse_retries` times.
+    def _sample_parsable(self, job: RolloutJob, model: ModelClient, agent: Agent,
+                         messages: list[dict[str, Any]]) -> Sampled:
+        """Call the model; re-sample an unparseable reply up to `max_parse_retries` times, each re-sample
+        at a temperature of at least `resample_temperature` (`resample_params`). Every rejected reply
+        but the last is kept as discarded; when none parses, the last is kept with the agent's FAIL.
 
-        Returns (last reply, parsed reply or None if it never parsed, total model ms).
         Raises: EpisodeStop(model_error) when the gateway fails.
         """
         model_ms = 0.0
-        for _ in range(self.settings.max_parse_retries + 1):
+        discarded: list[DiscardedReply] = []
+        sampling = job.sampling.model_dump()
+        error = ""
+        for attempt in range(self.settings.max_parse_retries + 1):
+            if attempt:
+                sampling = resample_params(sampling, self.settings.resample_temperature)
             try:
-                reply = model.complete(messages, job.model, job.sampling.model_dump(),
-                                       job.rollout_id, job.policy_version, job.max_staleness)
+                reply = model.complete(messages, job.model, sampling, job.rollout_id, job.policy_version,
+                                       job.max_staleness)
             except ModelError as exc:
                 raise EpisodeStop(RolloutStatus.MODEL_ERROR, str(exc)) from exc
             model_ms += reply.model_ms
             try:
-                return reply, agent.parse(reply.text), model_ms
+                return Sampled(reply, agent.parse(reply.text), model_ms, discarded)
             except ParseError as exc:
+                error = str(exc)
                 log.info("rollout %s: unparseable reply (%s), re-sampling", job.rollout_id, exc)
-        return reply, None, model_ms
+            if attempt < self.settings.max_parse_retries:
+                discarded.append(DiscardedReply(
+                    response=reply.text, error=error, temperature=sampling.get("temperature"),
+                    model_ms=reply.model_ms, token_ids=reply.token_ids, logprobs=reply.logprobs,
+                    usage=Usage(prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens),
+                    model_version=reply.model_version, replica=reply.replica))
+        return Sampled(reply, unparseable_fail(error), model_ms, discarded, parse_error=error)
 
     def _execute(self, env: DesktopEnvClient, actions: list[ParsedAction], step: int) -> tuple[ExecResult, bool]:
         """Run each action's pyautogui code in the env; WAIT sleeps here. Stops at the first action

@@ -16,8 +16,9 @@ A consumer reads one stream (one shard of the events, `common.eventshards`); a s
 it is assigned (`services/storage_sink/__main__.py`).
 
 While the store is down (a write fails and `ObjectStore.healthy()` is false) nothing is dead-lettered:
-the consumer backs off (1 s doubling to `outage_backoff_max_s`) and retries its own pending entries
-first (XREADGROUP `0`), so an outage of any length loses nothing. Writes of one trajectory are
+the consumer backs off (tenacity: 1 s doubling to `outage_backoff_max_s`, plus up to 1 s of random
+jitter, so sinks do not retry in step) and retries its own pending entries first (XREADGROUP `0`),
+so an outage of any length loses nothing. Writes of one trajectory are
 serialised across sinks by a Redis lock (`keys.sink_lock`), held while a batch writes it (the locks
 of a batch's trajectories taken in one pipeline and released in one script: `BatchLocks`). A Redis
 error (NOGROUP after a Redis restart without its data, a connection loss) never ends the loop: the
@@ -34,6 +35,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
 import redis
+import tenacity
 from prometheus_client import Counter, Histogram
 
 from common import keys
@@ -133,7 +135,8 @@ class SinkConsumer:
         self.writer = writer
         self.settings = settings
         self.outage = False
-        self._backoff_s = 0.0
+        #: The last round left entries pending (a write failed): the next rounds retry them, backing off.
+        self.left_pending = False
         #: Object puts run here (at most `workers` at once); trajectories of a batch on the other pool,
         #: whose tasks wait for their puts (two pools: a task never waits for its own pool).
         self._puts = ThreadPoolExecutor(settings.workers, thread_name_prefix="sink-put")
@@ -304,15 +307,15 @@ class SinkConsumer:
         the batch are written. After a round that left entries pending, the entries read ahead are let
         go: they are pending on this consumer and come back, in order, with the retry's own pending
         entries. Returns entries persisted (or dead-lettered)."""
-        retrying = self.outage or self._backoff_s > 0 or self._own_pending
+        retrying = self.outage or self._own_pending
         self.outage = False
+        self.left_pending = False
         ahead, self._ahead = self._ahead, []
         entries = self._read(None, "0") if retrying else []
         self._own_pending = bool(entries)  # up to `batch` were read: read again until none is left
         if not entries:
             entries = _in_order(self._claim(), ahead) or self._read(block_ms)
         if not entries:
-            self._backoff_s = 0.0
             return 0
         reading = None if retrying else self._reader.submit(self._read, None)
         try:
@@ -320,10 +323,8 @@ class SinkConsumer:
         finally:
             following = reading.result() if reading is not None else []
         if pending:
-            self._backoff_s = min(max(self._backoff_s * 2, 1.0), self.settings.outage_backoff_max_s)
-            self._own_pending = True
+            self.left_pending = self._own_pending = True
         else:
-            self._backoff_s = 0.0
             self._ahead = following
         return persisted
 
@@ -337,11 +338,18 @@ class SinkConsumer:
             except redis.RedisError as exc:
                 log.warning("redis unavailable: %s; retrying", exc)
                 stop.wait(1.0)
+        def pause(seconds: float) -> None:
+            stop.wait(seconds)
+
+        # Rounds until one leaves nothing pending, backing off between them (reset by a round that wrote all).
+        rounds = tenacity.Retrying(
+            retry=tenacity.retry_if_result(bool),
+            wait=tenacity.wait_exponential(multiplier=1.0, max=self.settings.outage_backoff_max_s)
+            + tenacity.wait_random(0, 1.0),
+            stop=lambda _state: stop.is_set(), sleep=pause, retry_error_callback=lambda _state: True)
         while not stop.is_set():
             try:
-                self.process_once(block_ms=self.settings.block_ms)
-                if self._backoff_s:
-                    stop.wait(self._backoff_s)
+                rounds(self._round_left_pending, stop)
             except redis.ResponseError as exc:
                 log.warning("redis error: %s; re-creating the group and retrying", exc)
                 if "NOGROUP" in str(exc):
@@ -351,6 +359,12 @@ class SinkConsumer:
                 log.warning("redis unavailable: %s; retrying", exc)
                 stop.wait(1.0)
         self._finish_read_ahead()
+
+    def _round_left_pending(self, stop: threading.Event) -> bool:
+        if stop.is_set():  # stopped during a back-off: no round after that
+            return False
+        self.process_once(block_ms=self.settings.block_ms)
+        return self.left_pending
 
     def _finish_read_ahead(self) -> None:
         """On stop: write the batch read ahead rather than leave it pending for `claim_idle_ms`."""

@@ -138,6 +138,8 @@ class TrajectoryWriter:
             "error": event.error,
             "domain": event.domain,
             "model": event.model,
+            "agent": event.agent,
+            "agent_options": event.agent_options,
             "sampling": event.sampling,
             "min_policy_version": event.min_policy_version,
             "max_policy_version": event.max_policy_version,

@@ -144,7 +144,8 @@ def _rollout_job(queue: Queue, request: RunRequest, run_id: str, task: OSWorldTa
     """The RQ job of one rollout (not saved yet). Infrastructure retries go to the front of the
     queue (RQ `Retry` `enqueue_at_front`): a rollout hit by a fault runs again before fresh work."""
     job = RolloutJob(run_id=run_id, task=task, rollout_index=index, max_steps=request.max_steps,
-                     agent=request.agent, model=request.model, sampling=request.sampling,
+                     agent=request.agent, agent_options=request.agent_options, model=request.model,
+                     sampling=request.sampling,
                      policy_version=request.policy_version, max_staleness=request.max_staleness)
     # RQ picks interval[len - retries_left]: a list longer than `max` would skip its first intervals.
     intervals = settings.retry_intervals_s[:settings.max_infra_retries] or [0]

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 import pytest
 import redis
 from rq import Worker
@@ -41,20 +42,10 @@ EXAMPLES = ["os-make-notes-dir", "fast-terminal-echo"]
 def _descendants(pid: int) -> list[int]:
     """Every live descendant of `pid` (RQ's work-horse runs in its own session, so a process-group
     kill would miss it)."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            children.setdefault(int(fields[1]), []).append(int(entry.name))
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
+    try:
+        return [child.pid for child in psutil.Process(pid).children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
 
 
 @dataclass

@@ -35,13 +35,14 @@ class OracleReply:
 class Oracle:
     """One long-lived oracle process. `call("metrics.table", "compare_table", a, b, rules=[...])`."""
 
-    def __init__(self) -> None:
+    def __init__(self, runner: Path = RUNNER) -> None:
+        """Start `runner` (default: the evaluator oracle) under `.venv-oracle`'s Python."""
         if not ORACLE_PYTHON.exists():
             raise OracleUnavailable(f"{ORACLE_PYTHON} is missing: run `bash scripts/setup.sh --oracle`")
         # OSWorld's metrics write scratch files (e.g. `temp.pdf`) to the working directory
         self._cwd = tempfile.mkdtemp(prefix="oracle-cwd-")
         self._process = subprocess.Popen(
-            [str(ORACLE_PYTHON), str(RUNNER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            [str(ORACLE_PYTHON), str(runner)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
             cwd=self._cwd,
         )
 
@@ -68,15 +69,20 @@ class Oracle:
             request["env"] = env or {}
         if now is not None:
             request["now"] = now
+        return self.send_raw(request, f"{module}.{func}")
+
+    def send_raw(self, request: dict[str, Any], label: str) -> Callable[[], OracleReply]:
+        """Send one request of the runner's protocol as is; returns the function that waits for its reply
+        (`label` names it in errors)."""
         assert self._process.stdin is not None and self._process.stdout is not None
         try:
             self._process.stdin.write(json.dumps(request) + "\n")
             self._process.stdin.flush()
         except (BrokenPipeError, OSError) as exc:
             raise OracleUnavailable(f"oracle process died: {exc}") from exc
-        return lambda: self._reply(module, func)
+        return lambda: self._reply(label)
 
-    def _reply(self, module: str, func: str) -> OracleReply:
+    def _reply(self, label: str) -> OracleReply:
         assert self._process.stdout is not None
         try:
             line = self._process.stdout.readline()
@@ -86,7 +92,7 @@ class Oracle:
             raise OracleUnavailable(f"oracle process exited with {self._process.poll()}")
         reply = json.loads(line)
         if reply.get("setup_error"):
-            raise OracleUnavailable(f"oracle could not run {module}.{func}: {reply['error']}\n{reply['traceback']}")
+            raise OracleUnavailable(f"oracle could not run {label}: {reply['error']}\n{reply['traceback']}")
         return OracleReply(ok=reply["ok"], value=reply.get("value"), error=reply.get("error"), type=reply.get("type"))
 
     def close(self) -> None:

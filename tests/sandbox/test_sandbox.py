@@ -14,9 +14,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import psutil
 import pytest
 
-from common.env_client import DesktopEnvClient
+from common.env_client import DesktopEnvClient, EnvError
 from common.polling import wait_until
 from services.desktop_env import sandbox
 from services.desktop_env.launcher import LocalEnvLauncher
@@ -124,16 +125,23 @@ def _ns_ids(pid: int) -> set[str]:
 
 def _processes_in(namespaces: set[str]) -> list[int]:
     found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
+    for process in psutil.process_iter():
         try:
-            ids = {os.readlink(f"/proc/{name}/ns/{kind}") for kind in ("net", "mnt", "pid")}
+            ids = {os.readlink(f"/proc/{process.pid}/ns/{kind}") for kind in ("net", "mnt", "pid")}
         except OSError:
             continue
         if ids & namespaces:
-            found.append(int(name))
+            found.append(process.pid)
     return found
+
+
+def _env_processes(supervisor: int) -> tuple[int, int]:
+    """(host PID of the env's PID 1: bubblewrap's init, host PID of the env server)."""
+    children = {p.name(): p for p in psutil.Process(supervisor).children()}
+    init, = children["bwrap"].children()
+    server, = children["nsenter"].children()
+    assert server.cmdline()[-2:] == ["-m", "services.desktop_env"]
+    return init.pid, server.pid
 
 
 def test_kill_all_and_stop_leave_nothing_behind(tmp_path: Path, clients: list[DesktopEnvClient]) -> None:
@@ -142,22 +150,28 @@ def test_kill_all_and_stop_leave_nothing_behind(tmp_path: Path, clients: list[De
     try:
         with LocalEnvLauncher(count=1, root_dir=tmp_path, sandbox=True) as one:
             supervisor = one.pids[0]
-            children = Path(f"/proc/{supervisor}/task/{supervisor}/children").read_text().split()
-            env_init = int(children[0])
-            namespaces = _ns_ids(env_init) - _ns_ids(os.getpid())
-            assert len(namespaces) == 3
+            env_init, server = _env_processes(supervisor)
+            namespaces = _ns_ids(server) - _ns_ids(os.getpid())
+            assert len(namespaces) == 3 and _ns_ids(env_init) == _ns_ids(server)
             net = one.networks[0]
+            # the stage's mounts live in the supervisor's and the env's mount namespaces, not the host's
+            assert f"stage-{net.slot}" not in Path("/proc/self/mountinfo").read_text()
             env = DesktopEnvClient(one.urls[0])
+            # an orphan of the env is re-parented to bubblewrap's init (PID 1) and reaped by it
+            assert sh(env, "sh -c 'sleep 0.2 &'; ps -o comm= -p 1") == "bwrap\n"
+            wait_until(lambda: sh(env, "ps -eo stat= | grep -c '^Z' || true") == "0\n", 10, "orphans reaped")
             sh(env, "sleep 1000 > /dev/null 2>&1 &")
-            env.execute("kill -9 -1", shell=True)  # as user: every process of the user in the env
-            env.execute(SUDO + "kill -9 -1", shell=True)  # as root: every process in the env but PID 1
+            # as root: every process in the env but PID 1 (the server too, so the request fails)
+            with pytest.raises(EnvError):
+                env.execute(SUDO + "kill -9 -1", shell=True)
+            wait_until(lambda: not is_alive(supervisor), 20, "the env to end after `sudo kill -9 -1`")
             assert is_alive(host_user_sleeper.pid) and is_alive(os.getpid())
             assert all(neighbour.healthy() for neighbour in clients)
             assert sh(clients[0], "echo still-here") == "still-here\n"
             env.close()
-        assert not is_alive(supervisor) and not is_alive(env_init)
+        assert not is_alive(supervisor) and not is_alive(env_init) and not is_alive(server)
         assert _processes_in(namespaces) == []
-        assert not net.host_if_exists() and not net.netns_path.exists()
+        assert not net.host_if_exists()
         assert f"stage-{net.slot}" not in os.listdir("/run/cua-rollout")
         assert net.host_if not in subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
     finally:

@@ -6,6 +6,7 @@ the API's JSON answer on stdout (progress, if any, goes to stderr).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -42,6 +43,21 @@ def exit_on_failures(run: dict[str, Any], fail_on_error: bool) -> None:
         raise typer.Exit(EXIT_FAILURES)
 
 
+def parse_options(items: list[str]) -> dict[str, Any]:
+    """`["k=v", ...]` -> `{k: v}`, each value read as JSON when it parses (numbers, booleans), else the
+    text. Raises: ValueError naming an item without `=`."""
+    options: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--agent-option {item!r}: expected KEY=VALUE")
+        try:
+            options[key] = json.loads(value)
+        except ValueError:
+            options[key] = value
+    return options
+
+
 @app.command()
 def submit(
     path: Annotated[Path, typer.Argument(help="task JSON file, directory, or test_all.json-style index")],
@@ -52,6 +68,10 @@ def submit(
     model: Annotated[str | None, typer.Option(help="model name sent to the policy servers "
                                                    "(vLLM's --served-model-name; default ui-tars-1.5-7b)")] = None,
     run_id: Annotated[str | None, typer.Option(help="explicit run id")] = None,
+    agent: Annotated[str | None, typer.Option(help="the agent (`cua-rollout agents`; default ui_tars_1_5)")] = None,
+    agent_option: Annotated[list[str] | None, typer.Option(
+        "--agent-option", help="an agent option KEY=VALUE (repeatable; VALUE read as JSON when it parses, e.g. "
+                               "--agent-option observation_type=som --agent-option max_trajectory_length=5)")] = None,
     skip_invalid: Annotated[bool, typer.Option(help="submit the valid tasks, list the invalid ones")] = False,
     as_json: JsonOption = False,
 ) -> None:
@@ -71,6 +91,10 @@ def submit(
             fields["run_id"] = run_id
         if model:
             fields["model"] = model
+        if agent:
+            fields["agent"] = agent
+        if agent_option:
+            fields["agent_options"] = parse_options(agent_option)
         with ProducerClient(producer) as client:
             result = client.submit(loaded.tasks, **fields)
     if as_json:

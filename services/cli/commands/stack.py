@@ -132,13 +132,14 @@ def up(
         stack.stop()
 
 
-def load_expectations(scripts_dir: Path) -> dict[str, dict[str, Any]]:
+def load_expectations(scripts_dir: Path, agent: str = "ui_tars_1_5") -> dict[str, dict[str, Any]]:
     """`task_id -> {"status", "reward"}` from the `expected` field of example scripts (searched
-    recursively: OSWorld tasks' scripts live in `scripts/osworld/<task id>.json`)."""
+    recursively: OSWorld tasks' scripts live in `scripts/osworld/<task id>.json`) of `agent`: scripts
+    naming another agent (`scripts/agents/<agent>/`) are left out, scripts naming none are UI-TARS'."""
     out = {}
     for file in sorted(scripts_dir.rglob("*.json")):
         data = json.loads(file.read_text())
-        if "expected" in data:
+        if "expected" in data and data.get("agent", "ui_tars_1_5") == agent:
             out[file.stem] = data["expected"]
     return out
 

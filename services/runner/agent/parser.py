@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass
 
 from common.events import ParsedAction
+from services.runner.agent.base import ParsedResponse, ParseError, terminal_of
 from services.runner.agent.clipboard import MAX_PASTE_BYTES, paste_source
 from services.runner.agent.smart_resize import to_screen
 
@@ -35,17 +35,7 @@ PASTE_TIMEOUT_S = 5.0
 _ESCAPES = {"n": "\n", "t": "\t", "'": "'", '"': '"', "\\": "\\"}
 
 
-class ParseError(ValueError):
-    """The reply cannot be turned into actions; the message says what is wrong."""
-
-
-@dataclass
-class ParsedResponse:
-    """A parsed reply: the thought, the actions (with code), and DONE/FAIL when the episode ends."""
-
-    thought: str
-    actions: list[ParsedAction] = field(default_factory=list)
-    terminal: Literal["DONE", "FAIL"] | None = None
+__all__ = ["ParseError", "ParsedResponse", "parse_response", "split_reply", "type_code", "normalize_keys"]
 
 
 @dataclass
@@ -243,8 +233,4 @@ def parse_response(text: str, screen: tuple[int, int], resized: tuple[int, int])
     """
     thought, action_text = split_reply(text)
     actions = [_to_action(c, resized, screen) for c in _read_calls(action_text)]
-    terminal: Literal["DONE", "FAIL"] | None = None
-    for action in actions:
-        if action.action_type in ("DONE", "FAIL"):
-            terminal = "DONE" if action.action_type == "DONE" else "FAIL"
-    return ParsedResponse(thought=thought, actions=actions, terminal=terminal)
+    return ParsedResponse(thought=thought, actions=actions, terminal=terminal_of(actions))

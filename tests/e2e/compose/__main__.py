@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import subprocess
 import sys
 import time
@@ -39,6 +40,8 @@ PROJECT = "cua-compose-test"
 #: Images no registry gives here, built by docker_host when absent (the compose file's own images
 #: derive from debian; redis:7 is used as it is; minio's are replaced by the override).
 BASE_IMAGES = ["debian:bookworm-slim", "redis:7"]
+#: compose's own builder (Debian's docker.io has no buildx plugin for compose's "bake" path).
+COMPOSE_ENV = {**os.environ, "COMPOSE_BAKE": "false"}
 
 
 class Compose:
@@ -52,8 +55,8 @@ class Compose:
         """Run one compose command; raises docker_host.DockerHostError with its output on failure."""
         log.info("docker compose %s", " ".join(args))
         if capture:
-            return docker_host.run([*self.base, *args], timeout_s)
-        done = subprocess.run([*self.base, *args], timeout=timeout_s, check=False, text=True)
+            return docker_host.run([*self.base, *args], timeout_s, env=COMPOSE_ENV)
+        done = subprocess.run([*self.base, *args], timeout=timeout_s, check=False, text=True, env=COMPOSE_ENV)
         if done.returncode != 0:
             raise docker_host.DockerHostError(f"docker compose {' '.join(args)} exited {done.returncode}")
         return done
@@ -73,10 +76,11 @@ def check_endpoints(producer: str, token: str) -> list[str]:
     return problems
 
 
-def run_examples(producer: str, token: str, timeout_s: float, started: float) -> tuple[list[str], dict[str, float]]:
-    """Submit examples/tasks, wait for the run, check results and stored trajectories; returns
-    (problems, timings in s)."""
-    tasks = load_tasks(ROOT / "examples" / "tasks")
+def run_examples(producer: str, token: str, timeout_s: float, started: float,
+                 paths: list[Path]) -> tuple[list[str], dict[str, float]]:
+    """Submit the tasks of `paths` (examples/tasks), wait for the run, check results and stored trajectories;
+    returns (problems, timings in s)."""
+    tasks = [task for path in paths for task in load_tasks(path)]
     expected = load_expectations(ROOT / "examples" / "scripts")
     timings: dict[str, float] = {}
     with RolloutClient(producer, token=token, timeout_s=30) as client:
@@ -88,7 +92,12 @@ def run_examples(producer: str, token: str, timeout_s: float, started: float) ->
             assert isinstance(run, dict)
             if run["done"] and "first_rollout_s" not in timings:
                 timings["first_rollout_s"] = time.monotonic() - started
+            if run["done"] != shown[0]:
+                shown[0] = run["done"]
+                log.info("run %s: %d/%d rollouts done", run_id, run["done"], run["total"])
             return run
+
+        shown = [-1]
 
         run: dict = {}
 
@@ -119,8 +128,11 @@ def main() -> int:
     parser.add_argument("--work-dir", type=Path, default=ROOT / ".cua" / "compose-test")
     parser.add_argument("--run-timeout-s", type=float, default=1800.0)
     parser.add_argument("--keep", action="store_true", help="leave the stack up (no `down -v`) to inspect it")
+    parser.add_argument("--tasks", type=Path, action="append",
+                        help="task files or directories to run instead of all of examples/tasks (repeatable)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per poll otherwise
     args.work_dir.mkdir(parents=True, exist_ok=True)
     engine = DockerEngine(args.work_dir / "dockerd.log")
     problems: list[str] = []
@@ -145,7 +157,8 @@ def main() -> int:
             compose("up", "--detach", "--wait", "--wait-timeout", "600", timeout_s=900)
             times["up_s"] = time.monotonic() - t0
             producer = f"http://127.0.0.1:{producer_port}"
-            run_problems, run_times = run_examples(producer, secrets["PRODUCER_TOKEN"], args.run_timeout_s, t0)
+            run_problems, run_times = run_examples(producer, secrets["PRODUCER_TOKEN"], args.run_timeout_s, t0,
+                                                   args.tasks or [ROOT / "examples" / "tasks"])
             problems += run_problems
             times.update(run_times)
             problems += check_endpoints(producer, secrets["PRODUCER_TOKEN"])
