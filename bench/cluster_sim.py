@@ -43,27 +43,27 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 #: bench/redis_costs.py: per operation, commands sent / run (a script's own calls included) / Redis
 #: main-thread CPU in microseconds (an upper bound: one command at a time on an otherwise idle server)
 #: and execution time (a lower bound). 10,000 registered envs, 300 KiB PNGs; measured on the shared
-#: 2-core development machine at load average 13-18 (bench/README.md, "Cluster scale").
+#: 2-core development machine at load average 5-6 (bench/README.md, "Cluster scale").
 MEASURED: dict[str, dict[str, float]] = {
-    "lease": {"sent": 1.0, "run": 8.0, "cpu_usec": 89.8, "exec_usec": 55.5},
-    "take_clean": {"sent": 1.0, "run": 1.0, "cpu_usec": 21.8, "exec_usec": 0.5},
-    "renew": {"sent": 1.0, "run": 5.0, "cpu_usec": 51.1, "exec_usec": 21.0},
-    "release": {"sent": 1.0, "run": 13.0, "cpu_usec": 70.9, "exec_usec": 37.0},
-    "scan_read": {"sent": 2.0, "run": 2.0, "cpu_usec": 3278.5, "exec_usec": 3983.0},
-    "scan_set_nx": {"sent": 1.0, "run": 1.0, "cpu_usec": 22.7, "exec_usec": 1.2},
-    "lease_none_free": {"sent": 1.0, "run": 13.0, "cpu_usec": 60.7, "exec_usec": 34.7},
-    "reclaim": {"sent": 1.01, "run": 3.01, "cpu_usec": 43.4, "exec_usec": 17.6},
-    "is_cancelled": {"sent": 1.0, "run": 1.0, "cpu_usec": 21.9, "exec_usec": 0.4},
-    "publish_png": {"sent": 2.0, "run": 2.0, "cpu_usec": 618.0, "exec_usec": 64.8},
-    "sink_png": {"sent": 1.16, "run": 3.19, "cpu_usec": 167.5, "exec_usec": 166.1},
-    "publish_key": {"sent": 2.0, "run": 2.0, "cpu_usec": 67.3, "exec_usec": 5.4},
-    "sink_key": {"sent": 1.16, "run": 3.19, "cpu_usec": 21.7, "exec_usec": 8.9},
-    "rollout_bookkeeping": {"sent": 6.01, "run": 19.01, "cpu_usec": 320.6, "exec_usec": 77.4},
-    "wait_release": {"sent": 1.0, "run": 1.0, "cpu_usec": 150.2, "exec_usec": 9.9},
-    "rq_job": {"sent": 52.2, "run": 52.2, "cpu_usec": 824.7, "exec_usec": 213.0},
-    "job_heartbeat": {"sent": 1.0, "run": 1.0, "cpu_usec": 30.1, "exec_usec": 3.0},
-    "reaper_per_job": {"sent": 0.002, "run": 0.002, "cpu_usec": 0.5, "exec_usec": 0.3},
-    "reaper_lock": {"sent": 2.0, "run": 2.0, "cpu_usec": 42.9, "exec_usec": 1.9},
+    "lease": {"sent": 1.0, "run": 8.0, "cpu_usec": 74.6, "exec_usec": 41.5},
+    "take_clean": {"sent": 1.0, "run": 1.0, "cpu_usec": 21.0, "exec_usec": 0.5},
+    "renew": {"sent": 1.0, "run": 5.0, "cpu_usec": 50.8, "exec_usec": 20.2},
+    "release": {"sent": 1.0, "run": 13.0, "cpu_usec": 68.8, "exec_usec": 37.3},
+    "scan_read": {"sent": 2.0, "run": 2.0, "cpu_usec": 2695.4, "exec_usec": 2321.1},
+    "scan_set_nx": {"sent": 1.0, "run": 1.0, "cpu_usec": 21.5, "exec_usec": 1.0},
+    "lease_none_free": {"sent": 1.0, "run": 13.0, "cpu_usec": 62.9, "exec_usec": 37.7},
+    "reclaim": {"sent": 1.01, "run": 3.01, "cpu_usec": 40.5, "exec_usec": 16.0},
+    "is_cancelled": {"sent": 1.0, "run": 1.0, "cpu_usec": 20.8, "exec_usec": 0.4},
+    "publish_png": {"sent": 2.0, "run": 2.0, "cpu_usec": 538.6, "exec_usec": 26.9},
+    "sink_png": {"sent": 1.16, "run": 3.19, "cpu_usec": 167.6, "exec_usec": 80.3},
+    "publish_key": {"sent": 2.0, "run": 2.0, "cpu_usec": 62.6, "exec_usec": 5.3},
+    "sink_key": {"sent": 1.16, "run": 3.19, "cpu_usec": 22.4, "exec_usec": 14.0},
+    "rollout_bookkeeping": {"sent": 6.01, "run": 19.01, "cpu_usec": 292.9, "exec_usec": 93.7},
+    "wait_release": {"sent": 1.0, "run": 1.0, "cpu_usec": 267.5, "exec_usec": 9.8},
+    "rq_job": {"sent": 52.2, "run": 52.2, "cpu_usec": 793.1, "exec_usec": 199.8},
+    "job_heartbeat": {"sent": 1.0, "run": 1.0, "cpu_usec": 38.7, "exec_usec": 3.0},
+    "reaper_per_job": {"sent": 0.002, "run": 0.002, "cpu_usec": 0.4, "exec_usec": 0.3},
+    "reaper_lock": {"sent": 2.0, "run": 2.0, "cpu_usec": 42.6, "exec_usec": 1.8},
 }
 #: The operations of the env pool (the "of which env lease" lines).
 LEASE_OPS = ("lease", "lease_none_free", "wait_release", "take_clean", "renew", "release", "scan_read",

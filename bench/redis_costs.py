@@ -14,7 +14,7 @@ production), one operation kind at a time, and reports per operation:
   includes its own calls): a lower bound.
 
 Operations: the env pool (`common.envpool.EnvPool`) with `envs` registered envs: `lease` (one script:
-SPOP of a free id, SET NX PX of its lease key), `lease_none_free` (a waiter's retry when every env
+ZPOPMIN of a free id, SET NX PX of its lease key), `lease_none_free` (a waiter's retry when every env
 is leased) and `wait_release` (its BLPOP, 10 ms), `take_clean`, `renew`, `release`; for comparison the
 two parts of the lease of before issue 27, which read the whole registry (`scan_read`: SMEMBERS +
 HGETALL) and then tried SET NX PX on each env in id order until one was free (`scan_set_nx`, one try

@@ -1,7 +1,8 @@
 """Env pool in Redis: a registry of env pods and leases with a TTL (SPEC section 4, "Env pool").
 
-A lease is O(1) whatever the pool's size: one script (`common/envpool_scripts.py`) pops an id from the
-set of free envs (`keys.ENV_FREE`, or `keys.env_free(provider)`) and sets its lease key `SET
+A lease costs the same whatever the pool's size: one script (`common/envpool_scripts.py`) pops the first
+id of the set of free envs (`keys.ENV_FREE`, or `keys.env_free(provider)`; ZPOPMIN of a sorted set whose
+scores are all 0, so in id order as before) and sets its lease key `SET
 keys.env_lease(id) <owner> NX PX <ttl>`; the owner renews it while it works. Release, an expired lease
 (its owner died: found by the next leaser that finds nothing free, or by the reaper's `reclaim`), a
 registration (new or changed) and a health change put the env back in the free sets exactly when it is
@@ -159,7 +160,7 @@ class EnvPool:
 
     def try_lease(self, owner: str, ttl_ms: int, avoid: Collection[str] = (),
                   provider: str | None = None) -> Lease | None:
-        """Lease a free healthy env (of `provider`, when given; any one: the free set's SPOP picks it),
+        """Lease a free healthy env (of `provider`, when given; the first free one in id order: ZPOPMIN),
         or return None when every env is taken. One EVALSHA; Redis runs 7 commands in it, whatever
         the pool's size (`tests/common/test_envpool.py` counts them).
 
@@ -254,8 +255,8 @@ class EnvPool:
             yield ids
 
     def free_ids(self) -> set[str]:
-        """The ids in the free set (SMEMBERS: O(free envs); checks and tests)."""
-        return {_text(m) for m in self.client.smembers(keys.ENV_FREE)}  # type: ignore[union-attr]
+        """The ids in the free set (ZRANGE: O(free envs); checks and tests)."""
+        return {_text(m) for m in self.client.zrange(keys.ENV_FREE, 0, -1)}  # type: ignore[union-attr]
 
     def status(self) -> PoolStatus:
         """Counts of total / leased / idle / unhealthy envs and each env's state: three reads (HGETALL

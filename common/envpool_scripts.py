@@ -6,11 +6,13 @@ State of an env id in Redis (key names in `common.keys`):
 - unhealthy: a member of `ENV_UNHEALTHY`;
 - leased: its lease key `env_lease(id)` exists (value: the owner; TTL renewed by the owner), and
   `ENV_LEASED` scores it with the lease's deadline (ms, Redis' clock);
-- free: a member of `ENV_FREE` and of `env_free(provider)`.
+- free: a member of `ENV_FREE` and of `env_free(provider)` (sorted sets, every score 0: ZPOPMIN takes
+  the first id in id order, as the pool always leased).
 
 Invariant kept by every script: an env is free exactly when it is registered, healthy, not dedicated
-and not leased. A lease pops a free id (SPOP) and sets its lease key (SET NX PX): O(1), whatever the
-pool's size. Whatever ends a lease puts the env back once (SADD to a set): `release`; `reclaim` when
+and not leased. A lease pops a free id (ZPOPMIN) and sets its lease key (SET NX PX): a fixed number of
+commands, O(log envs) work, whatever the pool's size. Whatever ends a lease puts the env back once
+(ZADD to a set): `release`; `reclaim` when
 the lease key expired (its owner died), found through `ENV_LEASED`'s earliest deadlines; `settle`
 after a registration or a health change. The SET NX on the lease key stays the guard against double
 leases: a free id whose lease key someone holds anyway (a `claim`) is dropped, not leased, and its
@@ -44,8 +46,8 @@ local function poolable(id, rec)
   return rec ~= nil and rec.dedicated ~= true and redis.call('sismember', UNHEALTHY, id) == 0
 end
 local function drop_free(id, rec)
-  redis.call('srem', FREE, id)
-  if rec ~= nil then redis.call('srem', provider_free(rec.provider), id) end
+  redis.call('zrem', FREE, id)
+  if rec ~= nil then redis.call('zrem', provider_free(rec.provider), id) end
 end
 -- Put `id` where its state says: free when poolable and unleased (returns 1 when it was not free
 -- before), else out of the free sets (a lease without a tracked deadline gets one from its TTL).
@@ -54,8 +56,8 @@ local function settle(id, rec)
   if pttl == -2 then
     redis.call('zrem', LEASED, id)
     if poolable(id, rec) then
-      redis.call('sadd', provider_free(rec.provider), id)
-      return redis.call('sadd', FREE, id)
+      redis.call('zadd', provider_free(rec.provider), 0, id)
+      return redis.call('zadd', FREE, 0, id)
     end
   else
     redis.call('zadd', LEASED, 'NX', now_ms() + math.max(pttl, 0), id)
@@ -77,25 +79,24 @@ end
 #: ARGV[3] owner, ARGV[4] TTL (ms), ARGV[5] "1" when KEYS[5] is a provider's set, ARGV[6] how many of
 #: the earliest lease deadlines to recheck when nothing is free, ARGV[7..] env ids to avoid.
 #: Returns {1, env id, registry record} or {0, the release number last pushed to `ENV_FREED`}.
-#: Without `avoid`: SPOP, HGET, SREM, SISMEMBER, SET, TIME, ZADD (7 commands inside one EVALSHA).
+#: Without `avoid`: ZPOPMIN, HGET, ZREM, SISMEMBER, SET, TIME, ZADD (7 commands inside one EVALSHA).
 LEASE = _PRELUDE + """
 local SOURCE, SEQ = KEYS[5], KEYS[6]
 local owner, ttl, by_provider, lookahead = ARGV[3], tonumber(ARGV[4]), ARGV[5] == '1', tonumber(ARGV[6])
 local avoid, navoid = {}, #ARGV - 6
 for i = 7, #ARGV do avoid[ARGV[i]] = true end
 
--- One free id, not avoided when another is free: of 1 + #avoid ids popped at least one is not avoided
--- whenever the set holds one; the others go back.
+-- The first free id in id order (ZPOPMIN: all scores are 0), not avoided when another is free: of the
+-- 1 + #avoid first ids popped at least one is not avoided whenever the set holds one; the others go back.
 local function pop()
-  if navoid == 0 then return redis.call('spop', SOURCE) or nil end
-  local ids = redis.call('spop', SOURCE, 1 + navoid)
+  local popped = redis.call('zpopmin', SOURCE, 1 + navoid)
   local chosen = nil
-  for _, id in ipairs(ids) do
-    if not avoid[id] then chosen = id break end
+  for i = 1, #popped, 2 do
+    if not avoid[popped[i]] then chosen = popped[i] break end
   end
-  chosen = chosen or ids[1]
-  for _, id in ipairs(ids) do
-    if id ~= chosen then redis.call('sadd', SOURCE, id) end
+  chosen = chosen or popped[1]
+  for i = 1, #popped, 2 do
+    if popped[i] ~= chosen then redis.call('zadd', SOURCE, 0, popped[i]) end
   end
   return chosen
 end
@@ -103,8 +104,8 @@ end
 -- Lease a popped id: its registry record, or nil (a stale member, dropped; or held by a claim).
 local function take(id)
   local rec, raw = record(id)
-  if by_provider then redis.call('srem', FREE, id)
-  elseif rec ~= nil then redis.call('srem', provider_free(rec.provider), id) end
+  if by_provider then redis.call('zrem', FREE, id)
+  elseif rec ~= nil then redis.call('zrem', provider_free(rec.provider), id) end
   if not poolable(id, rec) then return nil end
   local key = lease_key(id)
   if not redis.call('set', key, owner, 'NX', 'PX', ttl) then
@@ -170,7 +171,7 @@ local id = ARGV[3]
 local old, old_raw = record(id)
 if old_raw == ARGV[4] then return 0 end
 local rec = cjson.decode(ARGV[4])
-if old ~= nil and old.provider ~= rec.provider then redis.call('srem', provider_free(old.provider), id) end
+if old ~= nil and old.provider ~= rec.provider then redis.call('zrem', provider_free(old.provider), id) end
 redis.call('hset', REGISTRY, id, ARGV[4])
 return settle(id, (record(id)))
 """

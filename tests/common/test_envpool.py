@@ -16,9 +16,9 @@ from common.polling import wait_until
 
 #: Commands Redis runs for one lease without `avoid` (the EVALSHA and those its script calls): the
 #: same for 10 envs and for 10,000.
-LEASE_COMMANDS = {"evalsha": 1, "spop": 1, "hget": 1, "srem": 1, "sismember": 1, "set": 1, "time": 1, "zadd": 1}
+LEASE_COMMANDS = {"evalsha": 1, "zpopmin": 1, "hget": 1, "zrem": 1, "sismember": 1, "set": 1, "time": 1, "zadd": 1}
 #: And for its release (owner check, then the env back in both free sets, then the wake-up of a waiter).
-RELEASE_COMMANDS = {"evalsha": 1, "get": 1, "del": 1, "pttl": 1, "zrem": 1, "hget": 1, "sismember": 1, "sadd": 2,
+RELEASE_COMMANDS = {"evalsha": 1, "get": 1, "del": 1, "pttl": 1, "zrem": 1, "hget": 1, "sismember": 1, "zadd": 2,
                     "incr": 1, "lpush": 1, "ltrim": 1}
 
 
@@ -63,12 +63,12 @@ def test_a_lease_costs_the_same_commands_at_10_and_10000_envs(client: redis.Redi
     assert calls == {name: n * count for name, n in LEASE_COMMANDS.items()}
     held = {lease.env.env_id for lease in leases if lease is not None}
     assert len(held) == count and held <= set(ids)
-    assert client.scard(keys.ENV_FREE) == envs - count
+    assert client.zcard(keys.ENV_FREE) == envs - count
     client.config_resetstat()
     for lease in leases:
         pool.release(lease)  # type: ignore[arg-type]
     assert commands(client) == {name: n * count for name, n in RELEASE_COMMANDS.items()}
-    assert client.scard(keys.ENV_FREE) == envs and client.zcard(keys.ENV_LEASED) == 0
+    assert client.zcard(keys.ENV_FREE) == envs and client.zcard(keys.ENV_LEASED) == 0
 
 
 def test_every_way_out_of_a_lease_frees_the_env_exactly_once(client: redis.Redis) -> None:
@@ -109,7 +109,7 @@ def test_unhealthy_envs_leave_the_free_set_and_come_back_when_healthy_and_unleas
     pool.release(Lease(EnvInfo(first, "", ""), "health-probe", 60_000))
     assert pool.free_ids() == {first}
     pool.unregister(first)
-    assert pool.free_ids() == set() and client.scard(keys.env_free("kubernetes:cua-envs/default")) == 0
+    assert pool.free_ids() == set() and client.zcard(keys.env_free("kubernetes:cua-envs/default")) == 0
 
 
 def test_concurrent_leasers_and_dying_owners_never_share_an_env_and_lose_none(client: redis.Redis,
