@@ -74,7 +74,7 @@ class RunnerSettings(ServiceSettings, EventShardSettings):
     wait_action_s: float = 1.0
     settle_max_s: float = Field(default=2.0, ge=0.0)
     settle_quiet_s: float = Field(default=0.5, ge=0.0)
-    settle_no_change_s: float = Field(default=1.0, ge=0.0)
+    settle_no_change_s: float = Field(default=2.0, ge=0.0)  # nothing shown yet: OSWorld's fixed 2 s
     settle_interval_s: float = Field(default=0.05, ge=0.0)
     stream_backlog_bytes: int = Field(default=256 * 1024 * 1024, ge=1)
     backpressure_wait_s: float = 300.0
