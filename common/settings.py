@@ -5,7 +5,7 @@ Values come from environment variables (pydantic-settings); every variable is li
 
 from __future__ import annotations
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -28,20 +28,31 @@ class ServiceSettings(BaseSettings):
     log_level: str = unprefixed("LOG_LEVEL", "INFO")  # type: ignore[assignment]
     #: Seconds a run's Redis keys live after its last rollout ends (and an idempotency key after it is set).
     run_ttl_s: int = unprefixed("RUN_TTL_S", 7 * 24 * 3600)  # type: ignore[assignment]
+    #: `CUA_LOCAL_MODE`: True/False declares local mode; None (unset): loopback addresses only (`common.secrets`).
+    local_mode: bool | None = unprefixed("CUA_LOCAL_MODE", None)  # type: ignore[assignment]
 
 
 class ObjectStoreSettings(BaseSettings):
     """Where trajectories go: `STORE_URL` is `file:///abs/dir` (local directory) or `s3://bucket`.
 
     For S3 (MinIO or any S3 API): `S3_ENDPOINT` (host:port), `S3_ACCESS_KEY`, `S3_SECRET_KEY`,
-    `S3_SECURE` (https), `S3_REGION`. Only the sink and the read-only producer views use these.
+    `S3_SECURE` (https), `S3_REGION`. Only the sink and the read-only producer views use these. The keys are
+    `SecretStr`; their default `minioadmin` (MinIO's) is refused outside local mode (`store_secrets`).
     """
 
     model_config = SettingsConfigDict(env_prefix="", extra="ignore", populate_by_name=True)
 
     store_url: str = unprefixed("STORE_URL", "file://./trajectories")  # type: ignore[assignment]
     s3_endpoint: str = unprefixed("S3_ENDPOINT", "127.0.0.1:9000")  # type: ignore[assignment]
-    s3_access_key: str = unprefixed("S3_ACCESS_KEY", "minioadmin")  # type: ignore[assignment]
-    s3_secret_key: str = unprefixed("S3_SECRET_KEY", "minioadmin")  # type: ignore[assignment]
+    s3_access_key: SecretStr = unprefixed("S3_ACCESS_KEY", SecretStr("minioadmin"))  # type: ignore[assignment]
+    s3_secret_key: SecretStr = unprefixed("S3_SECRET_KEY", SecretStr("minioadmin"))  # type: ignore[assignment]
     s3_secure: bool = unprefixed("S3_SECURE", False)  # type: ignore[assignment]
     s3_region: str = unprefixed("S3_REGION", "us-east-1")  # type: ignore[assignment]
+
+    def store_secrets(self) -> tuple[dict[str, str], dict[str, SecretStr]]:
+        """For `common.secrets.check_service_secrets`: (`S3_ENDPOINT` -> its address, the `S3_*` keys) when the
+        store is `s3://`; two empty dicts for a local directory (no secret is sent anywhere)."""
+        if not self.store_url.startswith("s3://"):
+            return {}, {}
+        return {"S3_ENDPOINT": self.s3_endpoint}, {"S3_ACCESS_KEY": self.s3_access_key,
+                                                  "S3_SECRET_KEY": self.s3_secret_key}
