@@ -40,6 +40,10 @@ def is_loopback(address: str) -> bool:
     """True for a loopback host (`localhost`, `127.x.y.z`, `::1`), given bare, as `host:port`, `[::1]:port`
     or inside a URL (`http://127.0.0.1:8000/v1`). Empty or unparseable: False."""
     text = address.strip()
+    try:
+        return ipaddress.ip_address(text.strip("[]")).is_loopback  # a bare address (`::1` has colons)
+    except ValueError:
+        pass
     host = urlsplit(text).hostname if "://" in text else urlsplit(f"//{text}").hostname
     if not host:
         return False

@@ -5,8 +5,25 @@ Values come from environment variables (pydantic-settings); every variable is li
 
 from __future__ import annotations
 
-from pydantic import AliasChoices, Field, SecretStr
+from typing import TypeVar
+
+from pydantic import AliasChoices, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+SettingsT = TypeVar("SettingsT", bound=BaseSettings)
+
+
+def load_settings(cls: type[SettingsT]) -> SettingsT:
+    """`cls()` read from the environment, for a service's `__main__`.
+
+    Raises: SystemExit with one line per invalid setting (e.g. a weak secret outside local mode, naming the
+    variable), instead of a traceback."""
+    try:
+        return cls()
+    except ValidationError as exc:
+        lines = [f"{'.'.join(map(str, e['loc'])) or cls.__name__}: {e['msg'].removeprefix('Value error, ')}"
+                 for e in exc.errors()]
+        raise SystemExit("invalid settings:\n  " + "\n  ".join(lines)) from None
 
 
 def unprefixed(name: str, default: object) -> object:
@@ -22,7 +39,8 @@ def comma_list(value: str) -> list[str]:
 class ServiceSettings(BaseSettings):
     """Base: `REDIS_URL` and `LOG_LEVEL` are read without a prefix by every service (subclasses add a prefix)."""
 
-    model_config = SettingsConfigDict(env_prefix="", extra="ignore", populate_by_name=True)
+    #: `hide_input_in_errors`: a validation error never prints the input, which holds the secrets read.
+    model_config = SettingsConfigDict(env_prefix="", extra="ignore", populate_by_name=True, hide_input_in_errors=True)
 
     redis_url: str = unprefixed("REDIS_URL", "redis://127.0.0.1:6379/0")  # type: ignore[assignment]
     log_level: str = unprefixed("LOG_LEVEL", "INFO")  # type: ignore[assignment]
@@ -40,7 +58,8 @@ class ObjectStoreSettings(BaseSettings):
     `SecretStr`; their default `minioadmin` (MinIO's) is refused outside local mode (`store_secrets`).
     """
 
-    model_config = SettingsConfigDict(env_prefix="", extra="ignore", populate_by_name=True)
+    #: `hide_input_in_errors`: a validation error never prints the input, which holds the secrets read.
+    model_config = SettingsConfigDict(env_prefix="", extra="ignore", populate_by_name=True, hide_input_in_errors=True)
 
     store_url: str = unprefixed("STORE_URL", "file://./trajectories")  # type: ignore[assignment]
     s3_endpoint: str = unprefixed("S3_ENDPOINT", "127.0.0.1:9000")  # type: ignore[assignment]
