@@ -293,8 +293,8 @@ def open_store(settings: ObjectStoreSettings | None = None) -> ObjectStore:
         return S3Store(
             bucket=url.netloc or "trajectories",
             endpoint=settings.s3_endpoint,
-            access_key=settings.s3_access_key,
-            secret_key=settings.s3_secret_key,
+            access_key=settings.s3_access_key.get_secret_value(),
+            secret_key=settings.s3_secret_key.get_secret_value(),
             secure=settings.s3_secure,
             region=settings.s3_region,
         )

@@ -1,6 +1,6 @@
 """Typed Python client of the producer API for trainers and evaluators (httpx + server-sent events).
 
-    with RolloutClient("http://localhost:8000") as client:
+    with RolloutClient("http://localhost:8080", token=os.environ["CUA_TOKEN"]) as client:  # the producer's port
         run = client.submit(tasks, rollouts_per_task=8, policy_version="step-120")
         for rollout in client.iter_finished(run.run_id):   # as each rollout finishes
             ...                                             # rollout.reward, rollout.trajectory
@@ -13,15 +13,16 @@ connection drops, so every finished rollout is yielded exactly once per call.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Literal
 from urllib.parse import quote
 
 import httpx
 from httpx_sse import connect_sse
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from common.flaky import FlakyReport
+from common.run import AdaptiveRollouts, Priority, RunRequest, SamplingParams
 from common.rundiff import RunDiff
 from common.runstate import RolloutRecord, RunSummary
 from common.stats import RunStats
@@ -47,6 +48,43 @@ def trajectory_path(trajectory: str) -> str:
     return "/".join(path_segment(part) for part in trajectory.split("/", 1))
 
 
+#: pydantic error types that mean "wrong type" (a TypeError from `submit`); any other is a wrong value (ValueError).
+_TASKS = TypeAdapter(list[OSWorldTask])
+_TYPE_ERRORS = ("_type", "is_instance_of", "missing", "extra_forbidden", "model_attributes_type")
+
+
+def run_request_body(tasks: Sequence[OSWorldTask | Mapping[str, Any]], fields: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON body of `POST /v1/runs` for `tasks` and the run `fields` given (None: the producer's default),
+    validated first as the producer does (`common.run.RunRequest`), strictly for the run fields: `"8"` is not
+    an int. Task dicts are validated as task JSON (`OSWorldTask`, as the producer reads them).
+
+    Raises: TypeError for a field of the wrong type, ValueError for a wrong value (out of range, unknown agent,
+    a bad task); each message names the field (`rollouts_per_task: Input should be a valid integer`)."""
+    given = {name: value for name, value in fields.items() if value is not None}
+    if isinstance(given.get("priority"), str) and not isinstance(given["priority"], Priority):
+        try:
+            given["priority"] = Priority(given["priority"])
+        except ValueError:
+            raise ValueError(f"priority: {given['priority']!r} is not one of {[p.value for p in Priority]}") from None
+    for name in ("agent_options", "metadata", "sampling", "adaptive"):
+        if isinstance(given.get(name), Mapping):
+            given[name] = dict(given[name])
+    if isinstance(tasks, (str, bytes, Mapping)) or not isinstance(tasks, Sequence):
+        raise TypeError(f"tasks: a sequence of OSWorldTask or task dicts, not {type(tasks).__name__}")
+    try:
+        models = _TASKS.validate_python(list(tasks))  # lax, as the producer reads task JSON
+        request = RunRequest.model_validate({"tasks": models, **given}, strict=True)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False, include_input=False)
+        prefix = "" if exc.title == RunRequest.__name__ else "tasks."
+        message = "; ".join(f"{prefix}{'.'.join(map(str, e['loc'])) or 'run'}: "
+                            f"{e['msg'].removeprefix('Value error, ')}" for e in errors)
+        if any(e["type"].endswith(_TYPE_ERRORS) for e in errors):
+            raise TypeError(message) from None
+        raise ValueError(message) from None
+    return request.model_dump(mode="json", exclude_unset=True)
+
+
 class SubmittedRun(BaseModel):
     """What `POST /v1/runs` answered: the run id and how many rollouts were enqueued / skipped."""
 
@@ -59,8 +97,9 @@ class SubmittedRun(BaseModel):
 
 
 class RolloutClient:
-    """Client of one producer (`base_url`, e.g. `http://localhost:8000`); `token` is sent as a bearer
-    token on every request. Use as a context manager or call `close()`."""
+    """Client of one producer (`base_url`: the producer listens on port 8080 by default, `PRODUCER_PORT`, e.g.
+    `http://localhost:8080`); `token` (the producer's `PRODUCER_API_TOKEN`, which the CLI reads from `CUA_TOKEN`)
+    is sent as `Authorization: Bearer <token>` on every request. Use as a context manager or call `close()`."""
 
     def __init__(self, base_url: str, token: str | None = None, timeout_s: float = 30.0,
                  connect_timeout_s: float | None = None) -> None:
@@ -112,13 +151,26 @@ class RolloutClient:
             raise RolloutClientError(f"{method} {path}: the answer is not JSON ({exc})") from exc
 
 
-    def submit(self, tasks: Sequence[OSWorldTask | dict[str, Any]], **run_fields: Any) -> SubmittedRun:
-        """Submit a run of `tasks` (OSWorld task models or their JSON dicts); `run_fields` are the other
-        `RunRequest` fields (`rollouts_per_task`, `policy_version`, `run_id`, `idempotency_key`, ...).
+    def submit(self, tasks: Sequence[OSWorldTask | Mapping[str, Any]], *, rollouts_per_task: int | None = None,
+               max_steps: int | None = None, priority: Priority | Literal["high", "default", "low"] | None = None,
+               agent: str | None = None, agent_options: Mapping[str, Any] | None = None, model: str | None = None,
+               sampling: SamplingParams | Mapping[str, Any] | None = None, policy_version: str | None = None,
+               max_staleness: int | None = None, idempotency_key: str | None = None, run_id: str | None = None,
+               metadata: Mapping[str, Any] | None = None, adaptive: AdaptiveRollouts | Mapping[str, Any] | None = None,
+               on_unsupported: Literal["reject", "skip"] | None = None) -> SubmittedRun:
+        """Submit a run of `tasks` (OSWorld task models or their JSON dicts); the keyword arguments are the
+        other fields of `common.run.RunRequest` (their meaning and limits there), None leaving the producer's
+        default. The body is validated before any request (`run_request_body`).
 
-        Raises: RolloutClientError with the producer's error text (e.g. 422 naming the bad field).
+        Raises: TypeError for an unknown keyword or a field of the wrong type, ValueError for a wrong value
+        (both before any HTTP, naming the field); RolloutClientError with the producer's error text (e.g. 401,
+        or a 422 for a limit only the producer knows, such as `PRODUCER_MAX_ROLLOUTS_PER_RUN`).
         """
-        body = {"tasks": [t.to_json_dict() if isinstance(t, OSWorldTask) else t for t in tasks], **run_fields}
+        body = run_request_body(tasks, {
+            "rollouts_per_task": rollouts_per_task, "max_steps": max_steps, "priority": priority, "agent": agent,
+            "agent_options": agent_options, "model": model, "sampling": sampling, "policy_version": policy_version,
+            "max_staleness": max_staleness, "idempotency_key": idempotency_key, "run_id": run_id,
+            "metadata": metadata, "adaptive": adaptive, "on_unsupported": on_unsupported})
         return SubmittedRun.model_validate(self.request_json("POST", "/v1/runs", json=body))
 
     def run(self, run_id: str) -> RunSummary:

@@ -9,10 +9,11 @@ $CUA_TOKEN` (the producer's write routes may require it).
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from common.task import OSWorldTask
-from cua_rollout.client import TOKEN_ENV, RolloutClient, RolloutClientError, path_segment
+from cua_rollout.client import TOKEN_ENV, RolloutClient, RolloutClientError, path_segment, run_request_body
 
 __all__ = ["TOKEN_ENV", "ProducerClient", "ProducerError", "auth_token"]
 
@@ -44,9 +45,16 @@ class ProducerClient:
             raise ProducerError(f"{method} {path}: the answer is not a JSON object")
         return answer
 
-    def submit(self, tasks: list[OSWorldTask], **run_fields: Any) -> dict[str, Any]:
-        """`POST /v1/runs` of `tasks`; `run_fields` are the other `RunRequest` fields. Returns the API's JSON."""
-        body = {"tasks": [t.to_json_dict() for t in tasks], **run_fields}
+    def submit(self, tasks: list[OSWorldTask], *, rollouts_per_task: int | None = None, max_steps: int | None = None,
+               priority: str | None = None, agent: str | None = None, agent_options: Mapping[str, Any] | None = None,
+               model: str | None = None, run_id: str | None = None) -> dict[str, Any]:
+        """`POST /v1/runs` of `tasks` with the run fields the CLI sets (None: the producer's default), validated
+        first (`cua_rollout.client.run_request_body`). Returns the API's JSON.
+
+        Raises: TypeError / ValueError naming a bad field (before any request); ProducerError."""
+        body = run_request_body(tasks, {"rollouts_per_task": rollouts_per_task, "max_steps": max_steps,
+                                        "priority": priority, "agent": agent, "agent_options": agent_options,
+                                        "model": model, "run_id": run_id})
         return self._call("POST", "/v1/runs", json=body)
 
     def run(self, run_id: str) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, HTTPException, Request
 from pydantic import BaseModel, Field, field_validator
 
-from services.model_gateway.auth import require
+from common.auth import bearer, check_token
 from services.model_gateway.reload import ReloadBusy, ReloadStatus
 from services.model_gateway.reload_methods import ReloadRequest
 from services.model_gateway.replicas import check_replica_url
@@ -23,7 +23,7 @@ from services.model_gateway.state import GatewayState, get_state
 
 def require_admin(request: Request, state: GatewayState = Depends(get_state)) -> None:
     """Dependency: 401 unless the bearer token equals `GATEWAY_ADMIN_TOKEN` (open when that is empty)."""
-    require(request, [state.settings.admin_token] if state.settings.admin_token else [])
+    check_token(bearer(request), state.settings.admin_token, "GATEWAY_ADMIN_TOKEN")
 
 
 router = APIRouter(prefix="/admin", dependencies=[Depends(require_admin)])

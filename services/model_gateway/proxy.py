@@ -31,8 +31,8 @@ import httpx
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 
+from common.auth import bearer, token_ok
 from common.versions import VersionRequirement, requirement_from_headers
-from services.model_gateway.auth import bearer, token_ok
 from services.model_gateway.body import ClientGone, RequestBody
 from services.model_gateway.replicas import Replica
 from services.model_gateway.routing import session_key

@@ -17,6 +17,7 @@ from fastapi import FastAPI, Request
 from prometheus_client import CollectorRegistry
 from starlette.types import Receive, Scope, Send
 
+from common.auth import warn_if_open
 from common.dns import Resolver, resolve_ipv4
 from common.service import add_health_and_metrics
 from services.model_gateway import admin, proxy
@@ -85,8 +86,8 @@ def create_app(settings: GatewaySettings | None = None, resolver: Resolver = res
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        if not settings.admin_token:
-            log.warning("GATEWAY_ADMIN_TOKEN is not set: the /admin API is open")
+        warn_if_open(settings.admin_token, "GATEWAY_ADMIN_TOKEN", "the /admin routes")
+        warn_if_open(settings.api_keys, "GATEWAY_API_KEYS", "the OpenAI routes (/v1)")
         client = httpx.AsyncClient(timeout=state.timeout, limits=limits)
         state.clients[:] = [client]
         upstream = UpstreamClient(limit_per_replica=settings.max_connections)

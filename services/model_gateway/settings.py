@@ -9,14 +9,20 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import SettingsConfigDict
 
+from common.auth import reveal
+from common.secrets import check_service_secrets
 from common.settings import ServiceSettings, comma_list
 
 
 class GatewaySettings(ServiceSettings):
-    """Replicas, timeouts (s), health checking, routing, reloads and auth of the gateway."""
+    """Replicas, timeouts (s), health checking, routing, reloads and auth of the gateway.
+
+    `admin_token` (`GATEWAY_ADMIN_TOKEN`, the `/admin` routes) and `api_keys` (`GATEWAY_API_KEYS`, comma-separated
+    keys of the OpenAI routes) are `SecretStr`; empty leaves those routes open, which only local mode allows:
+    outside it (`common.secrets`), an empty or well-known one raises ValueError naming it."""
 
     model_config = SettingsConfigDict(env_prefix="GATEWAY_", extra="ignore", populate_by_name=True)
 
@@ -41,8 +47,8 @@ class GatewaySettings(ServiceSettings):
     version_wait_s: float = Field(default=60.0, ge=0)
     reload_method: Literal["vllm_lora", "vllm_sleep", "command"] = "vllm_lora"
     reload_command: str = ""
-    admin_token: str = ""
-    api_keys: str = ""
+    admin_token: SecretStr = SecretStr("")
+    api_keys: SecretStr = SecretStr("")
 
     @property
     def replica_urls(self) -> list[str]:
@@ -52,4 +58,11 @@ class GatewaySettings(ServiceSettings):
     @property
     def api_key_list(self) -> list[str]:
         """`api_keys` split on commas (empty: the OpenAI routes are open)."""
-        return comma_list(self.api_keys)
+        return comma_list(reveal(self.api_keys))
+
+    @model_validator(mode="after")
+    def _no_weak_secrets(self) -> GatewaySettings:
+        check_service_secrets("gateway", self.local_mode, {"GATEWAY_HOST": self.host},
+                              {"GATEWAY_ADMIN_TOKEN": self.admin_token, "GATEWAY_API_KEYS": self.api_keys},
+                              required=["GATEWAY_ADMIN_TOKEN", "GATEWAY_API_KEYS"])
+        return self

@@ -5,9 +5,10 @@ from services.runner.prometheus_multiprocess import use_multiprocess_metrics
 
 if __name__ == "__main__":
     use_multiprocess_metrics()  # before prometheus_client is imported (by the worker's modules)
+    from common.settings import load_settings
     from services.runner.settings import RunnerSettings
 
-    settings = RunnerSettings()
+    settings = load_settings(RunnerSettings)  # SystemExit naming a bad setting
     if settings.workers > 1:
         from services.runner.pool import run_pool
 

@@ -12,6 +12,7 @@ from pydantic_settings import SettingsConfigDict
 
 from common.envprotocol import parse_flavor
 from common.eventshards import EventShardSettings
+from common.secrets import check_service_secrets
 from common.settings import ServiceSettings, comma_list
 from services.runner.settle import SettleConfig
 
@@ -19,7 +20,8 @@ from services.runner.settle import SettleConfig
 class RunnerSettings(ServiceSettings, EventShardSettings):
     """How a runner worker reaches the gateway and envs, and its limits.
 
-    `gateway_api_key`: the bearer token the gateway expects on its OpenAI routes (`GATEWAY_API_KEYS`).
+    `gateway_api_key`: the bearer token the gateway expects on its OpenAI routes (`GATEWAY_API_KEYS`); outside
+    local mode (`common.secrets`: a gateway that is not on loopback) a well-known one raises ValueError.
     Durations: `*_s` seconds, `*_ms` milliseconds. `RUNNER_ENV_URLS` is a comma-separated list of
     OSWorld server base URLs registered by the `static` provider at worker start; a DNS name there
     is re-resolved every `env_resolve_interval_s` (0: once). `env_flavor` is the flavor of those
@@ -129,6 +131,12 @@ class RunnerSettings(ServiceSettings, EventShardSettings):
     def _runner_id(self) -> RunnerSettings:
         if not self.id:
             self.id = f"{socket.gethostname()}-{os.getpid()}"
+        return self
+
+    @model_validator(mode="after")
+    def _no_weak_secrets(self) -> RunnerSettings:
+        check_service_secrets("runner", self.local_mode, {"RUNNER_GATEWAY_URL": self.gateway_url},
+                              {"RUNNER_GATEWAY_API_KEY": self.gateway_api_key})
         return self
 
     @property

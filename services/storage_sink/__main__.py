@@ -11,6 +11,7 @@ from common import keys
 from common.eventshards import parse_shards
 from common.objectstore import open_store
 from common.service import redis_client, setup_logging, start_metrics_port
+from common.settings import load_settings
 from services.storage_sink.consumer import SinkConsumer
 from services.storage_sink.settings import SinkSettings
 from services.storage_sink.writer import TrajectoryWriter
@@ -18,7 +19,7 @@ from services.storage_sink.writer import TrajectoryWriter
 
 def main() -> None:
     """Start the metrics port and consume; a signal finishes the current batches, then exits."""
-    settings = SinkSettings()
+    settings = load_settings(SinkSettings)  # SystemExit naming a bad setting
     setup_logging(settings.log_level)
     start_metrics_port(settings.metrics_port)
     stop = threading.Event()

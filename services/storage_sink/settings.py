@@ -9,6 +9,7 @@ from pydantic import Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from common.eventshards import EventShardSettings, parse_shards
+from common.secrets import check_service_secrets
 from common.settings import ObjectStoreSettings, ServiceSettings
 
 
@@ -16,8 +17,10 @@ class SinkSettings(ServiceSettings, ObjectStoreSettings, EventShardSettings):
     """Consumer name, batch size (entries per stream read), parallel object puts (`workers`, also the
     trajectories written at once), blocking read (ms), claim idle time (ms), delivery limit, metrics port;
     dead-letter stream cap (entries), per-trajectory lock timeout (s), longest back-off during a store
-    outage (s). `shards` (`SINK_SHARDS`): the event shards this sink consumes, of `EVENT_SHARDS`
-    (`common.eventshards.parse_shards`: "" = all, else e.g. `0,2-3`); one consumer per shard."""
+    outage (s). Outside local mode, an `s3://` store's `S3_*` keys must not be empty or well-known
+    (`common.secrets`; ValueError naming the variable). `shards` (`SINK_SHARDS`): the event shards this sink
+    consumes, of `EVENT_SHARDS` (`common.eventshards.parse_shards`: "" = all, else e.g. `0,2-3`);
+    one consumer per shard."""
 
     model_config = SettingsConfigDict(env_prefix="SINK_", extra="ignore", populate_by_name=True)
 
@@ -36,4 +39,10 @@ class SinkSettings(ServiceSettings, ObjectStoreSettings, EventShardSettings):
     @model_validator(mode="after")
     def _known_shards(self) -> SinkSettings:
         parse_shards(self.shards, self.event_shards)  # raises ValueError naming the bad item
+        return self
+
+    @model_validator(mode="after")
+    def _no_weak_secrets(self) -> SinkSettings:
+        addresses, secrets = self.store_secrets()  # `S3_*` of an s3:// store (`common.secrets`)
+        check_service_secrets("sink", self.local_mode, addresses, secrets, required=secrets)
         return self

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import SettingsConfigDict
 
+from common.secrets import check_service_secrets
 from common.settings import ObjectStoreSettings, ServiceSettings
 
 
@@ -13,8 +14,9 @@ class ProducerSettings(ServiceSettings, ObjectStoreSettings):
 
     `PRODUCER_JOB_TIMEOUT_S`: RQ job timeout of one rollout (s). `PRODUCER_MAX_INFRA_RETRIES`: RQ
     retries of a rollout that failed for infrastructure reasons, at `PRODUCER_RETRY_INTERVALS_S`.
-    `PRODUCER_API_TOKEN`: bearer token the write routes (`POST /v1/runs`, `DELETE /v1/runs/{id}`)
-    require; empty: they are open (a warning is logged at start). Read routes are always open.
+    `PRODUCER_API_TOKEN`: bearer token every `/v1` and `/ui` route requires (`common.auth`); empty: they are
+    open (a warning is logged at start), which only local mode allows (`common.secrets`: outside it, an empty or
+    well-known `PRODUCER_API_TOKEN`, `PRODUCER_GATEWAY_ADMIN_TOKEN` or `S3_*` key raises ValueError naming it).
     Limits (a 422 names the one exceeded): `PRODUCER_MAX_ROLLOUTS_PER_RUN` (tasks x rollouts_per_task
     of one request), `PRODUCER_MAX_INSTRUCTION_CHARS` (each task's instruction, copied into every job).
     `PRODUCER_ENQUEUE_BATCH`: jobs enqueued per Redis pipeline. `PRODUCER_GATEWAY_URL` /
@@ -33,7 +35,17 @@ class ProducerSettings(ServiceSettings, ObjectStoreSettings):
     gateway_url: str = ""
     #: Bearer token of the gateway's admin routes (`GATEWAY_ADMIN_TOKEN`), for the dashboard's replica view.
     gateway_admin_token: SecretStr | None = None
-    api_token: str = Field(default="", repr=False)
+    api_token: SecretStr = SecretStr("")
     enqueue_batch: int = Field(default=500, ge=1)
     max_rollouts_per_run: int = Field(default=10_000, ge=1)
     max_instruction_chars: int = Field(default=20_000, ge=1)
+
+    @model_validator(mode="after")
+    def _no_weak_secrets(self) -> ProducerSettings:
+        store_addresses, store_secrets = self.store_secrets()
+        check_service_secrets(
+            "producer", self.local_mode, {"PRODUCER_HOST": self.host, **store_addresses},
+            {"PRODUCER_API_TOKEN": self.api_token, "PRODUCER_GATEWAY_ADMIN_TOKEN": self.gateway_admin_token,
+             **store_secrets},
+            required=["PRODUCER_API_TOKEN", *store_secrets])
+        return self

@@ -86,17 +86,11 @@ def submit(
             err_console.print(f"[yellow]skipped[/yellow] {item.path}: {item.reason}", soft_wrap=True)
         if not loaded.tasks:
             raise ValueError(f"{path}: no valid task to submit")
-        fields: dict[str, Any] = {"rollouts_per_task": rollouts, "max_steps": max_steps, "priority": priority}
-        if run_id:
-            fields["run_id"] = run_id
-        if model:
-            fields["model"] = model
-        if agent:
-            fields["agent"] = agent
-        if agent_option:
-            fields["agent_options"] = parse_options(agent_option)
+        options = parse_options(agent_option) if agent_option else None
         with ProducerClient(producer) as client:
-            result = client.submit(loaded.tasks, **fields)
+            result = client.submit(loaded.tasks, rollouts_per_task=rollouts, max_steps=max_steps, priority=priority,
+                                   run_id=run_id or None, model=model or None, agent=agent or None,
+                                   agent_options=options)
     if as_json:
         print_json(result)
         return

@@ -14,7 +14,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.security import HTTPAuthorizationCredentials
 from fastapi.templating import Jinja2Templates
 
-from common.auth import token_matches
+from common.auth import token_ok
 from services.task_producer.deps import BEARER, UI_COOKIE, get_settings, require_token
 from services.task_producer.settings import ProducerSettings
 
@@ -40,7 +40,7 @@ def login_page(request: Request) -> HTMLResponse:
 def login(request: Request, token: Annotated[str, Form()],
           settings: Annotated[ProducerSettings, Depends(get_settings)]) -> HTMLResponse | RedirectResponse:
     """Check the token; on success set the cookie and go to `/ui`, else show the form again (401)."""
-    if settings.api_token and not token_matches(token, settings.api_token):
+    if not token_ok(token, settings.api_token):
         return templates.TemplateResponse(request, "login.html", {"error": "wrong token (PRODUCER_API_TOKEN)"},
                                           status_code=401)
     response = RedirectResponse("/ui", status_code=303)
