@@ -1,0 +1,131 @@
+"""Stand-in files for the URL cache: a small, valid, deterministic file for every URL an OSWorld task set
+downloads, so every task can be set up and scored offline without OSWorld's real files.
+
+A stand-in is picked by the file's type (the extension of the task's destination path, else of the URL)
+and drawn from a generator seeded by the URL's sha256 (`standin_formats`): the same URL always gives the
+same bytes, and every URL's content differs from every other's, so a task's gold file never equals its
+start file and a do-nothing agent cannot match a gold file by accident. Stand-ins are not OSWorld's
+files: a task scored on them tests the pipeline (setup, getters, checker), not a model.
+`cua-rollout cache standins INDEX` loads them; `manifest.json` records each with `"source": "stand-in"`,
+and `cua-rollout cache fill` replaces them with the real files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from urllib.parse import unquote, urlparse
+
+from common import url_cache
+from common.task_urls import TaskFile
+from services.cli import cache_ops
+from services.cli import standin_formats as fmt
+
+#: `source` of a stand-in's entry in the cache manifest.
+STANDIN_SOURCE = cache_ops.STANDIN_SOURCE
+
+Writer = Callable[[fmt.Seed, str], bytes]
+
+_WRITERS: dict[str, Writer] = {
+    **{ext: (lambda seed, _name: fmt.xlsx(seed)) for ext in (".xlsx", ".xls", ".xlsm")},
+    **{ext: (lambda seed, _name: fmt.docx(seed)) for ext in (".docx", ".doc")},
+    **{ext: (lambda seed, _name: fmt.pptx(seed)) for ext in (".pptx", ".ppt")},
+    ".ods": lambda seed, _name: fmt.odf(seed, spreadsheet=True),
+    ".odt": lambda seed, _name: fmt.odf(seed, spreadsheet=False),
+    ".pdf": lambda seed, _name: fmt.pdf(seed),
+    ".csv": lambda seed, _name: fmt.csv_file(seed),
+    ".json": lambda seed, _name: fmt.json_file(seed),
+    ".code-workspace": lambda seed, _name: fmt.json_file(seed, workspace=True),
+    **{ext: (lambda seed, _name: fmt.html(seed)) for ext in (".html", ".htm")},
+    ".py": lambda seed, _name: fmt.python(seed),
+    ".sh": lambda seed, _name: fmt.shell(seed),
+    ".srt": lambda seed, _name: fmt.srt(seed),
+    ".png": lambda seed, _name: fmt.image(seed, "PNG"),
+    # An XCF stand-in is a PNG: GIMP opens a file by its content when the extension's loader refuses it.
+    ".xcf": lambda seed, _name: fmt.image(seed, "PNG"),
+    **{ext: (lambda seed, _name: fmt.image(seed, "JPEG")) for ext in (".jpg", ".jpeg")},
+    ".gif": lambda seed, _name: fmt.image(seed, "GIF"),
+    ".webp": lambda seed, _name: fmt.image(seed, "WEBP"),
+    ".bmp": lambda seed, _name: fmt.image(seed, "BMP"),
+    **{ext: (lambda seed, name: fmt.media(seed, PurePosixPath(name).suffix.lower()))
+       for ext in (".mp4", ".webm", ".mkv", ".avi", ".mov", ".mp3", ".wav", ".ogg", ".flac")},
+    ".zip": lambda seed, _name: fmt.zip_archive(seed),
+    ".whl": lambda seed, name: fmt.wheel(seed, name),
+    ".vsix": lambda seed, _name: fmt.vsix(seed),
+    ".epub": lambda seed, _name: fmt.epub(seed),
+    ".raw": lambda seed, _name: fmt.raw_bytes(seed),
+}
+_TEXT = (".txt", ".md", ".tex", ".bib", ".css", ".js", ".log", ".yml", ".yaml", ".xml", ".ini", ".cfg", "")
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    """What `load` did: URLs given a stand-in (`generated`), and URLs `kept` (already cached from
+    elsewhere, e.g. OSWorld's real file or an example fixture)."""
+
+    generated: list[str]
+    kept: list[str]
+
+
+def file_name(item: TaskFile) -> str:
+    """The name that decides a stand-in's type: the destination's basename when it has an extension,
+    else the URL path's last component (URL-decoded)."""
+    if PurePosixPath(item.basename).suffix:
+        return item.basename
+    return unquote(PurePosixPath(urlparse(item.url).path).name) or item.basename
+
+
+def kind_of(name: str) -> str:
+    """The stand-in type of a file name: its extension, lower case (`.tar.gz` / `.tgz` / `.tar.xz` kept
+    whole); "" for a name without one."""
+    lower = name.lower()
+    for double in (".tar.gz", ".tar.xz", ".tar.bz2"):
+        if lower.endswith(double):
+            return double
+    if lower.endswith(".tgz"):
+        return ".tar.gz"
+    return PurePosixPath(lower).suffix
+
+
+def standin_bytes(url: str, name: str) -> bytes:
+    """The stand-in content of `url`, saved by a task as `name` (see the module docstring).
+
+    Raises: RuntimeError when a media stand-in needs ffmpeg and it is missing or fails."""
+    seed = fmt.Seed(hashlib.sha256(url.encode("utf-8")).hexdigest())
+    kind = kind_of(name)
+    if kind in (".tar.gz", ".tar.xz", ".tar.bz2"):
+        members = fmt.thunderbird_profile(seed) if "thunderbird" in name.lower() else None
+        return fmt.tarball(seed, kind.rsplit(".", 1)[-1], members)
+    if kind in (".gz", ".xz"):
+        return fmt.tarball(seed, kind[1:])
+    writer = _WRITERS.get(kind)
+    if writer is not None:
+        return writer(seed, name)
+    return fmt.text(seed)
+
+
+def load(cache_dir: Path, files: Iterable[TaskFile], force: bool = False,
+         on_file: Callable[[str], None] | None = None) -> LoadResult:
+    """Put a stand-in in the URL cache `cache_dir` for every URL of `files` it does not hold
+    (with `force`, also for URLs it holds: overwritten), each recorded in `manifest.json` as a stand-in.
+    `on_file(url)` is called after each stand-in is written (progress). A URL the cache serves from its
+    `index.json` (an example fixture) keeps that file: the index is looked up first.
+
+    Raises: RuntimeError when a stand-in cannot be made (ffmpeg missing for media)."""
+    directory = cache_dir
+    generated: list[str] = []
+    kept: list[str] = []
+    entries: dict[str, dict[str, object]] = {}
+    for item in {f.url: f for f in files}.values():
+        if not force and cache_ops.is_cached(directory, item):  # a real file, a fixture, or this stand-in
+            kept.append(item.url)
+            continue
+        path = url_cache.store(directory, item.url, standin_bytes(item.url, file_name(item)))
+        entries[item.url] = cache_ops.manifest_entry(path, STANDIN_SOURCE)
+        generated.append(item.url)
+        if on_file is not None:
+            on_file(item.url)
+    cache_ops.record(directory, entries)
+    return LoadResult(generated=generated, kept=kept)
