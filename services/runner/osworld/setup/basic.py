@@ -22,6 +22,7 @@ from typing import Any
 from common import url_cache
 from services.runner.osworld.context import SetupContext
 from services.runner.osworld.errors import SetupError
+from services.runner.osworld.offline import command_needs
 from services.runner.osworld.params import as_bool, require, require_command, require_records, require_str
 from services.runner.osworld.placeholders import substitute
 from services.runner.osworld.protocol import EnvLike, ExecResultLike
@@ -157,4 +158,5 @@ SETUP_HANDLERS: dict[str, StepHandler] = {
     "download": _download,
     "upload_file": _upload_file,
 }
-NEEDS: dict[str, Needs] = {}
+#: A command that installs packages or fetches the web needs the network (`offline.command_needs`).
+NEEDS: dict[str, Needs] = {"execute": command_needs, "command": command_needs}
