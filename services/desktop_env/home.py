@@ -2,7 +2,9 @@
 
 Layout (like OSWorld's Ubuntu user): the XDG user folders (Desktop, Documents, Downloads, ...),
 `.bashrc` with an Ubuntu-like prompt, `.config/mimeapps.list` so `xdg-open` picks the text editor,
-file manager, LibreOffice, Chromium, VLC and GIMP, `.config/vlc/vlcrc` with VLC's HTTP interface on,
+file manager, LibreOffice, Chromium, VLC (audio) and GIMP, and Ubuntu's video player for videos (an entry
+named as GNOME Videos that runs VLC: VLC is not the default video player, as on OSWorld's VM),
+`.config/vlc/vlcrc` with VLC's HTTP interface on,
 a LibreOffice profile without first-run dialogs, VS Code's empty `.config/Code/User`, and
 `.config/openbox/rc.xml` binding ctrl+alt+t to the terminal.
 """
@@ -46,14 +48,41 @@ application/vnd.ms-powerpoint=libreoffice-impress.desktop
 text/html=chromium.desktop
 x-scheme-handler/http=chromium.desktop
 x-scheme-handler/https=chromium.desktop
-video/mp4=vlc.desktop
-video/x-matroska=vlc.desktop
-video/webm=vlc.desktop
 audio/mpeg=vlc.desktop
 audio/x-wav=vlc.desktop
 image/png=gimp.desktop
 image/jpeg=gimp.desktop
+{videos}"""
+
+# Video types Ubuntu 22.04 opens with its Videos app (Totem: the MimeType list of its desktop file, which covers
+# every `video/<type>` OSWorld's `default_video_player` getter asks xdg-mime about). As on the VM, VLC is not
+# the default video player until the user makes it one (multi_apps/937087b6 asks for that).
+VIDEO_TYPES = (
+    "3gp", "3gpp", "3gpp2", "avi", "divx", "dv", "fli", "flv", "mp2t", "mp4", "mp4v-es", "mpeg", "mpeg-system",
+    "msvideo", "ogg", "quicktime", "vivo", "vnd.divx", "vnd.mpegurl", "vnd.rn-realvideo", "vnd.vivo", "webm",
+    "x-anim", "x-avi", "x-flc", "x-fli", "x-flic", "x-flv", "x-m4v", "x-matroska", "x-mjpeg", "x-mpeg",
+    "x-mpeg-system", "x-mpeg2", "x-ms-asf", "x-ms-asf-plugin", "x-ms-asx", "x-ms-wm", "x-ms-wmv", "x-ms-wmx",
+    "x-ms-wvx", "x-msvideo", "x-nsv", "x-ogm", "x-ogm+ogg", "x-theora", "x-theora+ogg",
+)
+UBUNTU_VIDEO_PLAYER = "org.gnome.Totem.desktop"
+# The env has no Totem: its desktop entry (Ubuntu's name, "Videos") plays files with VLC, so opening a video
+# still works, while `xdg-mime query default video/mp4` answers as on Ubuntu.
+_VIDEO_PLAYER_ENTRY = """\
+[Desktop Entry]
+Type=Application
+Name=Videos
+Comment=Play movies (the env's stand-in for GNOME Videos: runs VLC)
+Exec=vlc %U
+Icon=org.gnome.Totem
+Terminal=false
+Categories=AudioVideo;Player;Video;
+MimeType={mime_types}
 """
+
+
+def mimeapps_list() -> str:
+    """Text of the home's `.config/mimeapps.list`: the env's apps per type, videos to Ubuntu's player."""
+    return _MIMEAPPS.format(videos="".join(f"video/{kind}={UBUNTU_VIDEO_PLAYER}\n" for kind in VIDEO_TYPES))
 
 # VLC's HTTP interface on (port 8080, password "password"), as on OSWorld's VMs: its VLC getters read
 # `http://<env host>:8080/requests/status.xml`.
@@ -108,7 +137,9 @@ _RC_XML = """\
 """
 
 # LibreOffice as on a desktop where it ran before: no "Tip of the Day" dialog stealing the keyboard
-# focus from the document, no first-run / "what's new" bar (the version is the installed one).
+# focus from the document, no first-run / "what's new" bar (the version is the installed one); and as on
+# OSWorld's VM, ctrl+s keeps a document's format (xlsx, docx, pptx, csv) without the "Keep current format"
+# dialog (WarnAlienFormat off): the tasks' postconfig `ctrl+s` saves.
 _LIBREOFFICE_PREFS = """\
 <?xml version="1.0" encoding="UTF-8"?>
 <oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema" \
@@ -116,6 +147,8 @@ xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
 <item oor:path="/org.openoffice.Office.Common/Misc"><prop oor:name="ShowTipOfTheDay" oor:op="fuse">\
 <value>false</value></prop></item>
 <item oor:path="/org.openoffice.Office.Common/Misc"><prop oor:name="FirstRun" oor:op="fuse">\
+<value>false</value></prop></item>
+<item oor:path="/org.openoffice.Office.Common/Save/Document"><prop oor:name="WarnAlienFormat" oor:op="fuse">\
 <value>false</value></prop></item>
 {version}</oor:items>
 """
@@ -221,7 +254,11 @@ def build(home: Path, terminal_command: str, password: str = "") -> None:
     config = home / ".config"
     (config / "openbox").mkdir(parents=True, exist_ok=True)
     (config / "openbox" / "rc.xml").write_text(openbox_config(terminal_command))
-    (config / "mimeapps.list").write_text(_MIMEAPPS)
+    (config / "mimeapps.list").write_text(mimeapps_list())
+    applications = home / ".local" / "share" / "applications"
+    applications.mkdir(parents=True, exist_ok=True)
+    (applications / UBUNTU_VIDEO_PLAYER).write_text(
+        _VIDEO_PLAYER_ENTRY.format(mime_types="".join(f"video/{kind};" for kind in VIDEO_TYPES)))
     (config / "vlc").mkdir(exist_ok=True)
     (config / "vlc" / "vlcrc").write_text(_VLCRC)
     # VS Code's user settings folder, present on OSWorld's VM: tasks write settings.json into it
