@@ -52,10 +52,19 @@ def _execute(params: dict[str, Any], env: EnvLike, ctx: SetupContext) -> None:
         result = env.setup_execute(command, shell=shell)
         _capture(result, params, ctx)
         if not until or _until_met(until, result):
+            _note_failure(result, command, ctx)
             return
         if attempt < attempts:
             ctx.sleep(ctx.until_interval_s)
     raise SetupError(f"execute: 'until' condition {until!r} not met after {attempts} attempts of {command!r}")
+
+
+def _note_failure(result: ExecResultLike, command: Any, ctx: SetupContext) -> None:
+    """Note a non-zero exit in `ctx.log` (OSWorld goes on after one, and so does this setup)."""
+    if result.returncode in (0, None):
+        return
+    ctx.log.append({"phase": ctx.phase, "command": command if isinstance(command, str) else list(command),
+                    "returncode": result.returncode, "error": (result.error or result.output or "")[-500:]})
 
 
 def _until_met(until: dict[str, Any], result: ExecResultLike) -> bool:
