@@ -5,7 +5,8 @@ Layout (like OSWorld's Ubuntu user): the XDG user folders (Desktop, Documents, D
 file manager, LibreOffice, Chromium, VLC (audio) and GIMP, and Ubuntu's video player for videos (an entry
 named as GNOME Videos that runs VLC: VLC is not the default video player, as on OSWorld's VM),
 `.config/vlc/vlcrc` with VLC's HTTP interface on,
-a LibreOffice profile without first-run dialogs, VS Code's empty `.config/Code/User`, and
+a LibreOffice profile without first-run dialogs, Chrome's profile (`.config/google-chrome`, present at reset
+as on the VM), VS Code's empty `.config/Code/User`, and
 `.config/openbox/rc.xml` binding ctrl+alt+t to the terminal.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import json
 import logging
 import re
 import shutil
@@ -78,6 +80,25 @@ Terminal=false
 Categories=AudioVideo;Player;Video;
 MimeType={mime_types}
 """
+
+
+# Chrome's profile as on OSWorld's VM, where Chrome ran before: present at reset, so a task's setup that edits
+# it before starting Chrome (chrome/3299584d, 9656a811: `jq` on Default/Preferences) edits a real file; Chromium
+# fills in every key it does not find. `--user-data-dir` of the `google-chrome` shim (shims.py).
+CHROME_PREFERENCES = {
+    "browser": {"has_seen_welcome_page": True, "check_default_browser": False},
+    "profile": {"name": "Person 1", "exit_type": "Normal", "exited_cleanly": True},
+}
+CHROME_LOCAL_STATE = {"browser": {"enabled_labs_experiments": []}}
+
+
+def write_chrome_profile(home: Path) -> None:
+    """Lay out `~/.config/google-chrome` with `Default/Preferences`, `Local State` and `First Run`."""
+    user_data = home / ".config" / "google-chrome"
+    (user_data / "Default").mkdir(parents=True, exist_ok=True)
+    (user_data / "Default" / "Preferences").write_text(json.dumps(CHROME_PREFERENCES))
+    (user_data / "Local State").write_text(json.dumps(CHROME_LOCAL_STATE))
+    (user_data / "First Run").write_text("")
 
 
 def mimeapps_list() -> str:
@@ -264,6 +285,7 @@ def build(home: Path, terminal_command: str, password: str = "") -> None:
     # VS Code's user settings folder, present on OSWorld's VM: tasks write settings.json into it
     # before they start VS Code (vs_code/982d12a5)
     (config / "Code" / "User").mkdir(parents=True, exist_ok=True)
+    write_chrome_profile(home)
     libreoffice = config / "libreoffice" / "4" / "user"
     libreoffice.mkdir(parents=True, exist_ok=True)
     (libreoffice / "registrymodifications.xcu").write_text(libreoffice_prefs())

@@ -4,6 +4,7 @@ keep-format dialog, the Ubuntu-named video player entry that still opens videos.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -46,3 +47,16 @@ def test_libreoffice_saves_alien_formats_without_asking(tmp_path: Path) -> None:
     prefs = (tmp_path / "user" / ".config" / "libreoffice" / "4" / "user" / "registrymodifications.xcu").read_text()
     assert '"/org.openoffice.Office.Common/Save/Document"><prop oor:name="WarnAlienFormat" oor:op="fuse">' \
         '<value>false</value>' in prefs
+
+
+def test_chrome_profile_is_there_at_reset_for_setup_commands_that_edit_it(tmp_path: Path) -> None:
+    """chrome/3299584d edits Preferences with jq before Chrome starts: the file must exist, as on the VM."""
+    home.build(tmp_path / "user", "xterm")
+    profile = tmp_path / "user" / ".config" / "google-chrome"
+    prefs = json.loads((profile / "Default" / "Preferences").read_text())
+    assert prefs["profile"]["exit_type"] == "Normal" and "session" not in prefs  # Chrome's default start page
+    assert json.loads((profile / "Local State").read_text())["browser"]["enabled_labs_experiments"] == []
+    if shutil.which("jq"):
+        edit = "jq '. + {\"session\":{\"restore_on_startup\":4}}' Preferences > temp && mv temp Preferences"
+        subprocess.run(edit, shell=True, cwd=profile / "Default", check=True, timeout=30)
+        assert json.loads((profile / "Default" / "Preferences").read_text())["session"]["restore_on_startup"] == 4
