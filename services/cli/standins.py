@@ -56,6 +56,8 @@ _WRITERS: dict[str, Writer] = {
     ".vsix": lambda seed, _name: fmt.vsix(seed),
     ".epub": lambda seed, _name: fmt.epub(seed),
     ".raw": lambda seed, _name: fmt.raw_bytes(seed),
+    **{ext: (lambda seed, name: fmt.sqlite_db(seed, history="history" in name.lower()))
+       for ext in (".sqlite", ".db", ".sqlite3")},
 }
 _TEXT = (".txt", ".md", ".tex", ".bib", ".css", ".js", ".log", ".yml", ".yaml", ".xml", ".ini", ".cfg", "")
 

@@ -89,7 +89,7 @@ CHROME_PREFERENCES = {
     "browser": {"has_seen_welcome_page": True, "check_default_browser": False},
     "profile": {"name": "Person 1", "exit_type": "Normal", "exited_cleanly": True},
 }
-CHROME_LOCAL_STATE = {"browser": {"enabled_labs_experiments": []}}
+CHROME_LOCAL_STATE: dict[str, dict[str, list[str]]] = {"browser": {"enabled_labs_experiments": []}}
 
 
 def write_chrome_profile(home: Path) -> None:

@@ -140,3 +140,21 @@ def test_cli_loads_a_distinct_stand_in_for_every_url_of_the_offline_index(tmp_pa
     assert len(digests) == len(urls)  # no two URLs share content: no gold file equals a start file
     manifest = cache_ops.read_manifest(tmp_path)
     assert {entry["source"] for entry in manifest.values()} == {"stand-in"} and len(manifest) == len(urls)
+
+
+def test_history_stand_in_takes_chromes_visits(tmp_path: Path) -> None:
+    """`update_browse_history` (chrome/44ee5668) inserts visits into OSWorld's empty History database."""
+    from datetime import UTC, datetime
+
+    from common.task_urls import EMPTY_HISTORY_URL, task_files
+    from services.runner.osworld.setup.chrome import add_history
+
+    task = {"config": [{"type": "update_browse_history", "parameters": {"history": []}}], "evaluator": {}}
+    [item] = task_files(task)
+    assert item.url == EMPTY_HISTORY_URL
+    path = tmp_path / "History"
+    path.write_bytes(standins.standin_bytes(item.url, standins.file_name(item)))
+    add_history(path, [("https://example.test/", "Example", 60.0)], datetime(2024, 1, 1, tzinfo=UTC))
+    import sqlite3
+    with sqlite3.connect(path) as connection:
+        assert connection.execute("SELECT url, title FROM urls").fetchall() == [("https://example.test/", "Example")]
