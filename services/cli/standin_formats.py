@@ -24,6 +24,7 @@ import tempfile
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 WORDS = ("alpha", "birch", "cobalt", "delta", "ember", "fjord", "garnet", "harbor", "indigo", "juniper",
          "kestrel", "lumen", "maple", "nectar", "onyx", "pepper", "quartz", "raven", "saffron", "tundra",
@@ -128,22 +129,74 @@ def srt(seed: Seed) -> bytes:
     return "\n".join(cues).encode()
 
 
-def xlsx(seed: Seed) -> bytes:
-    """An XLSX workbook: one sheet with a header and 12 rows."""
+def xlsx(seed: Seed, gold: bool = False) -> bytes:
+    """An XLSX workbook of three sheets (Sheet1..Sheet3), each a header and 12 rows. A `gold` (expected) file
+    also has what tasks ask agents to add, so a checker comparing a feature finds it missing from any start
+    file: a bar chart and a pivot table on Sheet2, frozen panes, an autofilter, conditional formatting, a data
+    validation and merged cells on Sheet1."""
     from openpyxl import Workbook
 
     book = Workbook()
-    sheet = book.active
-    assert sheet is not None
-    sheet.title = "Sheet1"
-    for row in [HEADER] + seed.rows(12):
-        sheet.append(row)
-    sheet.append(["Tag", None, None, seed.tag])
+    assert book.active is not None
+    book.active.title = "Sheet1"
+    sheets = [book.active, book.create_sheet("Sheet2"), book.create_sheet("Sheet3")]
+    for sheet in sheets:
+        for row in [HEADER] + seed.rows(12):
+            sheet.append(row)
+        sheet.append(["Tag", None, None, seed.tag])
+    if gold:
+        _gold_features(book, seed)
     book.properties.creator = "cua-rollout"
     book.properties.created = book.properties.modified = _FIXED_DATETIME
     out = io.BytesIO()
     book.save(out)
     return fixed_zip(out.getvalue())
+
+
+def _gold_features(book: Any, seed: Seed) -> None:
+    """Chart, pivot table, frozen panes, filter, conditional format, validation, merge (see `xlsx`)."""
+    from openpyxl.chart import BarChart, Reference
+    from openpyxl.formatting.rule import CellIsRule
+    from openpyxl.pivot.cache import CacheDefinition, CacheField, CacheSource, SharedItems, WorksheetSource
+    from openpyxl.pivot.fields import Text
+    from openpyxl.pivot.record import RecordList
+    from openpyxl.pivot.table import DataField, FieldItem, Location, PivotField, RowColField, TableDefinition
+    from openpyxl.styles import PatternFill
+    from openpyxl.worksheet.datavalidation import DataValidation
+
+    first, second = book["Sheet1"], book["Sheet2"]
+    chart = BarChart()
+    chart.title = seed.words(2).title()
+    chart.add_data(Reference(first, min_col=2, min_row=1, max_row=13), titles_from_data=True)
+    chart.set_categories(Reference(first, min_col=1, min_row=2, max_row=13))
+    second.add_chart(chart, "F2")
+    first.freeze_panes = "B2"
+    first.auto_filter.ref = "A1:D13"
+    first.conditional_formatting.add("B2:B13", CellIsRule(operator="greaterThan", formula=["500"],
+                                                          fill=PatternFill("solid", start_color="FFC7CE")))
+    validation = DataValidation(type="whole", operator="between", formula1="0", formula2="1000")
+    validation.add("B2:B13")
+    first.add_data_validation(validation)
+    first.merge_cells("F1:G1")
+    names = sorted({str(first.cell(row, 1).value) for row in range(2, 14)})
+    cache = CacheDefinition(
+        cacheSource=CacheSource(type="worksheet", worksheetSource=WorksheetSource(ref="A1:B13", sheet="Sheet1")),
+        cacheFields=[CacheField(name="Name", sharedItems=SharedItems(_fields=[Text(v=n) for n in names],
+                                                                     count=len(names))),
+                     CacheField(name="Count", sharedItems=SharedItems(containsSemiMixedTypes=False,
+                                                                      containsString=False, containsNumber=True,
+                                                                      containsInteger=True))],
+        recordCount=0, refreshOnLoad=True)
+    cache.records = RecordList()
+    pivot = TableDefinition(
+        name="PivotTable1", cacheId=1, dataCaption="Values",
+        location=Location(ref=f"A1:B{len(names) + 2}", firstHeaderRow=1, firstDataRow=1, firstDataCol=1),
+        pivotFields=[PivotField(axis="axisRow", showAll=False,
+                                items=[FieldItem(x=i) for i in range(len(names))] + [FieldItem(t="default")]),
+                     PivotField(dataField=True, showAll=False)],
+        rowFields=[RowColField(x=0)], dataFields=[DataField(name="Sum - Count", fld=1, subtotal="sum")])
+    pivot.cache = cache
+    second._pivots.append(pivot)
 
 
 def docx(seed: Seed) -> bytes:

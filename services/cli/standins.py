@@ -4,7 +4,9 @@ downloads, so every task can be set up and scored offline without OSWorld's real
 A stand-in is picked by the file's type (the extension of the task's destination path, else of the URL)
 and drawn from a generator seeded by the URL's sha256 (`standin_formats`): the same URL always gives the
 same bytes, and every URL's content differs from every other's, so a task's gold file never equals its
-start file and a do-nothing agent cannot match a gold file by accident. Stand-ins are not OSWorld's
+start file and a do-nothing agent cannot match a gold file by accident; a gold file (a task's expected
+state) also carries the features tasks ask agents to add (a chart, a pivot table...), so a checker that
+compares one finds it missing from every start file. Stand-ins are not OSWorld's
 files: a task scored on them tests the pipeline (setup, getters, checker), not a model.
 `cua-rollout cache standins INDEX` loads them; `manifest.json` records each with `"source": "stand-in"`,
 and `cua-rollout cache fill` replaces them with the real files.
@@ -59,6 +61,10 @@ _WRITERS: dict[str, Writer] = {
     **{ext: (lambda seed, name: fmt.sqlite_db(seed, history="history" in name.lower()))
        for ext in (".sqlite", ".db", ".sqlite3")},
 }
+#: Writers of gold (expected-state) files, which carry the features tasks ask for (see `standin_formats.xlsx`).
+_GOLD_WRITERS: dict[str, Callable[[fmt.Seed], bytes]] = {
+    **{ext: (lambda seed: fmt.xlsx(seed, gold=True)) for ext in (".xlsx", ".xls", ".xlsm")},
+}
 _TEXT = (".txt", ".md", ".tex", ".bib", ".css", ".js", ".log", ".yml", ".yaml", ".xml", ".ini", ".cfg", "")
 
 
@@ -91,8 +97,9 @@ def kind_of(name: str) -> str:
     return PurePosixPath(lower).suffix
 
 
-def standin_bytes(url: str, name: str) -> bytes:
-    """The stand-in content of `url`, saved by a task as `name` (see the module docstring).
+def standin_bytes(url: str, name: str, gold: bool = False) -> bytes:
+    """The stand-in content of `url`, saved by a task as `name` (see the module docstring); `gold`: the
+    file is a task's expected state (a `cloud_file` of `expected`), made with the features a task asks for.
 
     Raises: RuntimeError when a media stand-in needs ffmpeg and it is missing or fails."""
     seed = fmt.Seed(hashlib.sha256(url.encode("utf-8")).hexdigest())
@@ -102,6 +109,8 @@ def standin_bytes(url: str, name: str) -> bytes:
         return fmt.tarball(seed, kind.rsplit(".", 1)[-1], members)
     if kind in (".gz", ".xz"):
         return fmt.tarball(seed, kind[1:])
+    if gold and kind in _GOLD_WRITERS:
+        return _GOLD_WRITERS[kind](seed)
     writer = _WRITERS.get(kind)
     if writer is not None:
         return writer(seed, name)
@@ -124,7 +133,7 @@ def load(cache_dir: Path, files: Iterable[TaskFile], force: bool = False,
         if not force and cache_ops.is_cached(directory, item):  # a real file, a fixture, or this stand-in
             kept.append(item.url)
             continue
-        path = url_cache.store(directory, item.url, standin_bytes(item.url, file_name(item)))
+        path = url_cache.store(directory, item.url, standin_bytes(item.url, file_name(item), item.where == "expected"))
         entries[item.url] = cache_ops.manifest_entry(path, STANDIN_SOURCE)
         generated.append(item.url)
         if on_file is not None:
