@@ -3,8 +3,8 @@ from a seeded random generator (`Seed`), so the same URL always gives the same b
 give the same content (every file also carries the URL's digest as text or pixels).
 
 Used by `services.cli.standins` (which picks the writer by file name); each writer returns the file's bytes.
-Office files come from openpyxl / python-docx / python-pptx (ODF written directly), PDFs from PyMuPDF, images from
-Pillow, audio and video from ffmpeg (`lavfi` sources). Zip-based formats are rewritten with a fixed
+Office documents and PDFs are in `standin_office`; images come from Pillow, audio and video from ffmpeg
+(`lavfi` sources). Zip-based formats are rewritten with a fixed
 timestamp so their bytes do not depend on when they were made.
 """
 
@@ -24,13 +24,12 @@ import tempfile
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 WORDS = ("alpha", "birch", "cobalt", "delta", "ember", "fjord", "garnet", "harbor", "indigo", "juniper",
          "kestrel", "lumen", "maple", "nectar", "onyx", "pepper", "quartz", "raven", "saffron", "tundra",
          "umber", "violet", "willow", "xenon", "yarrow", "zephyr")
 ZIP_TIME = (2024, 1, 1, 0, 0, 0)
-_FIXED_DATETIME = datetime.datetime(2024, 1, 1)
+FIXED_DATETIME = datetime.datetime(2024, 1, 1)
 #: Seconds of audio and video in stand-in media files.
 MEDIA_SECONDS = 3
 
@@ -127,165 +126,6 @@ def srt(seed: Seed) -> bytes:
     lines = [seed.tag] + [seed.words(4) for _ in range(2)]
     cues = [f"{i}\n00:00:0{i - 1},000 --> 00:00:0{i},000\n{line}\n" for i, line in enumerate(lines, 1)]
     return "\n".join(cues).encode()
-
-
-def xlsx(seed: Seed, gold: bool = False) -> bytes:
-    """An XLSX workbook of three sheets (Sheet1..Sheet3), each a header and 12 rows. A `gold` (expected) file
-    also has what tasks ask agents to add, so a checker comparing a feature finds it missing from any start
-    file: a bar chart and a pivot table on Sheet2, frozen panes, an autofilter, conditional formatting, a data
-    validation and merged cells on Sheet1."""
-    from openpyxl import Workbook
-
-    book = Workbook()
-    assert book.active is not None
-    book.active.title = "Sheet1"
-    sheets = [book.active, book.create_sheet("Sheet2"), book.create_sheet("Sheet3")]
-    for sheet in sheets:
-        for row in [HEADER] + seed.rows(12):
-            sheet.append(row)
-        sheet.append(["Tag", None, None, seed.tag])
-    if gold:
-        _gold_features(book, seed)
-    book.properties.creator = "cua-rollout"
-    book.properties.created = book.properties.modified = _FIXED_DATETIME
-    out = io.BytesIO()
-    book.save(out)
-    return fixed_zip(out.getvalue())
-
-
-def _gold_features(book: Any, seed: Seed) -> None:
-    """Chart, pivot table, frozen panes, filter, conditional format, validation, merge (see `xlsx`)."""
-    from openpyxl.chart import BarChart, Reference
-    from openpyxl.formatting.rule import CellIsRule
-    from openpyxl.pivot.cache import CacheDefinition, CacheField, CacheSource, SharedItems, WorksheetSource
-    from openpyxl.pivot.fields import Text
-    from openpyxl.pivot.record import RecordList
-    from openpyxl.pivot.table import DataField, FieldItem, Location, PivotField, RowColField, TableDefinition
-    from openpyxl.styles import PatternFill
-    from openpyxl.worksheet.datavalidation import DataValidation
-
-    first, second = book["Sheet1"], book["Sheet2"]
-    chart = BarChart()
-    chart.title = seed.words(2).title()
-    chart.add_data(Reference(first, min_col=2, min_row=1, max_row=13), titles_from_data=True)
-    chart.set_categories(Reference(first, min_col=1, min_row=2, max_row=13))
-    second.add_chart(chart, "F2")
-    first.freeze_panes = "B2"
-    first.auto_filter.ref = "A1:D13"
-    first.conditional_formatting.add("B2:B13", CellIsRule(operator="greaterThan", formula=["500"],
-                                                          fill=PatternFill("solid", start_color="FFC7CE")))
-    validation = DataValidation(type="whole", operator="between", formula1="0", formula2="1000")
-    validation.add("B2:B13")
-    first.add_data_validation(validation)
-    first.merge_cells("F1:G1")
-    names = sorted({str(first.cell(row, 1).value) for row in range(2, 14)})
-    cache = CacheDefinition(
-        cacheSource=CacheSource(type="worksheet", worksheetSource=WorksheetSource(ref="A1:B13", sheet="Sheet1")),
-        cacheFields=[CacheField(name="Name", sharedItems=SharedItems(_fields=[Text(v=n) for n in names],
-                                                                     count=len(names))),
-                     CacheField(name="Count", sharedItems=SharedItems(containsSemiMixedTypes=False,
-                                                                      containsString=False, containsNumber=True,
-                                                                      containsInteger=True))],
-        recordCount=0, refreshOnLoad=True)
-    cache.records = RecordList()
-    pivot = TableDefinition(
-        name="PivotTable1", cacheId=1, dataCaption="Values",
-        location=Location(ref=f"A1:B{len(names) + 2}", firstHeaderRow=1, firstDataRow=1, firstDataCol=1),
-        pivotFields=[PivotField(axis="axisRow", showAll=False,
-                                items=[FieldItem(x=i) for i in range(len(names))] + [FieldItem(t="default")]),
-                     PivotField(dataField=True, showAll=False)],
-        rowFields=[RowColField(x=0)], dataFields=[DataField(name="Sum - Count", fld=1, subtotal="sum")])
-    pivot.cache = cache
-    second._pivots.append(pivot)
-
-
-def docx(seed: Seed) -> bytes:
-    """A DOCX document: a heading, paragraphs and a small table."""
-    from docx import Document
-
-    document = Document()
-    document.add_heading(seed.words(3).title(), level=1)
-    document.add_paragraph(seed.tag)
-    for _ in range(4):
-        document.add_paragraph(seed.words(12).capitalize() + ".")
-    rows = seed.rows(3)
-    table = document.add_table(rows=len(rows), cols=len(HEADER))
-    for r, row in enumerate(rows):
-        for c, value in enumerate(row):
-            table.cell(r, c).text = str(value)
-    document.core_properties.created = document.core_properties.modified = _FIXED_DATETIME
-    out = io.BytesIO()
-    document.save(out)
-    return fixed_zip(out.getvalue())
-
-
-def pptx(seed: Seed) -> bytes:
-    """A PPTX presentation: a title slide and two bulleted slides."""
-    from pptx import Presentation
-
-    deck = Presentation()
-    title = deck.slides.add_slide(deck.slide_layouts[0])
-    title.shapes.title.text = seed.words(3).title()
-    title.placeholders[1].text = seed.tag
-    for _ in range(2):
-        slide = deck.slides.add_slide(deck.slide_layouts[1])
-        slide.shapes.title.text = seed.words(2).title()
-        slide.placeholders[1].text = "\n".join(seed.words(5) for _ in range(3))
-    deck.core_properties.created = deck.core_properties.modified = _FIXED_DATETIME
-    out = io.BytesIO()
-    deck.save(out)
-    return fixed_zip(out.getvalue())
-
-
-def odf(seed: Seed, spreadsheet: bool) -> bytes:
-    """An ODS spreadsheet (header and 12 rows) or an ODT text document (paragraphs), written as ODF 1.2
-    XML directly (the smallest package LibreOffice and odfpy open: mimetype, manifest, content)."""
-    office = "urn:oasis:names:tc:opendocument:xmlns:office:1.0"
-    names = (f'xmlns:office="{office}" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" '
-             'xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0"')
-    if spreadsheet:
-        mimetype = "application/vnd.oasis.opendocument.spreadsheet"
-        rows = "".join(
-            "<table:table-row>" + "".join(
-                f'<table:table-cell office:value-type="float" office:value="{v}"><text:p>{v}</text:p>'
-                '</table:table-cell>'
-                if isinstance(v, int | float) else
-                f'<table:table-cell office:value-type="string"><text:p>{v}</text:p></table:table-cell>'
-                for v in row) + "</table:table-row>"
-            for row in [HEADER] + seed.rows(12) + [["Tag", seed.tag]])
-        body = f'<office:spreadsheet><table:table table:name="Sheet1">{rows}</table:table></office:spreadsheet>'
-    else:
-        mimetype = "application/vnd.oasis.opendocument.text"
-        paragraphs = "".join(f"<text:p>{line}</text:p>" for line in [seed.tag] + [seed.words(12) for _ in range(4)])
-        body = f"<office:text>{paragraphs}</office:text>"
-    content = (f'<?xml version="1.0" encoding="UTF-8"?>\n<office:document-content {names} office:version="1.2">'
-               f"<office:body>{body}</office:body></office:document-content>\n")
-    manifest = ('<?xml version="1.0" encoding="UTF-8"?>\n<manifest:manifest xmlns:manifest="urn:oasis:names:tc:'
-                'opendocument:xmlns:manifest:1.0" manifest:version="1.2"><manifest:file-entry manifest:full-path="/" '
-                f'manifest:media-type="{mimetype}"/><manifest:file-entry manifest:full-path="content.xml" '
-                'manifest:media-type="text/xml"/></manifest:manifest>\n')
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w") as archive:
-        for path, data in (("mimetype", mimetype), ("META-INF/manifest.xml", manifest), ("content.xml", content)):
-            info = zipfile.ZipInfo(path, ZIP_TIME)
-            info.compress_type = zipfile.ZIP_STORED if path == "mimetype" else zipfile.ZIP_DEFLATED
-            archive.writestr(info, data)
-    return out.getvalue()
-
-
-def pdf(seed: Seed) -> bytes:
-    """A two-page PDF of text lines (PyMuPDF)."""
-    import pymupdf
-
-    document = pymupdf.open()
-    for page_number in range(2):
-        page = document.new_page()
-        lines = [seed.tag if page_number == 0 else seed.words(3).title()] + [seed.words(8) for _ in range(12)]
-        page.insert_text((72, 72), "\n".join(lines), fontsize=12)
-    document.set_metadata({"title": seed.words(3), "creator": "cua-rollout", "producer": "cua-rollout"})
-    data: bytes = document.tobytes(garbage=3, deflate=True, no_new_id=True)
-    document.close()
-    return data
 
 
 def image(seed: Seed, fmt: str) -> bytes:

@@ -24,6 +24,7 @@ from common import url_cache
 from common.task_urls import TaskFile
 from services.cli import cache_ops
 from services.cli import standin_formats as fmt
+from services.cli import standin_office as office
 
 #: `source` of a stand-in's entry in the cache manifest.
 STANDIN_SOURCE = cache_ops.STANDIN_SOURCE
@@ -31,12 +32,12 @@ STANDIN_SOURCE = cache_ops.STANDIN_SOURCE
 Writer = Callable[[fmt.Seed, str], bytes]
 
 _WRITERS: dict[str, Writer] = {
-    **{ext: (lambda seed, _name: fmt.xlsx(seed)) for ext in (".xlsx", ".xls", ".xlsm")},
-    **{ext: (lambda seed, _name: fmt.docx(seed)) for ext in (".docx", ".doc")},
-    **{ext: (lambda seed, _name: fmt.pptx(seed)) for ext in (".pptx", ".ppt")},
-    ".ods": lambda seed, _name: fmt.odf(seed, spreadsheet=True),
-    ".odt": lambda seed, _name: fmt.odf(seed, spreadsheet=False),
-    ".pdf": lambda seed, _name: fmt.pdf(seed),
+    **{ext: (lambda seed, _name: office.xlsx(seed)) for ext in (".xlsx", ".xls", ".xlsm")},
+    **{ext: (lambda seed, _name: office.docx(seed)) for ext in (".docx", ".doc")},
+    **{ext: (lambda seed, _name: office.pptx(seed)) for ext in (".pptx", ".ppt")},
+    ".ods": lambda seed, _name: office.odf(seed, spreadsheet=True),
+    ".odt": lambda seed, _name: office.odf(seed, spreadsheet=False),
+    ".pdf": lambda seed, _name: office.pdf(seed),
     ".csv": lambda seed, _name: fmt.csv_file(seed),
     ".json": lambda seed, _name: fmt.json_file(seed),
     ".code-workspace": lambda seed, _name: fmt.json_file(seed, workspace=True),
@@ -63,7 +64,9 @@ _WRITERS: dict[str, Writer] = {
 }
 #: Writers of gold (expected-state) files, which carry the features tasks ask for (see `standin_formats.xlsx`).
 _GOLD_WRITERS: dict[str, Callable[[fmt.Seed], bytes]] = {
-    **{ext: (lambda seed: fmt.xlsx(seed, gold=True)) for ext in (".xlsx", ".xls", ".xlsm")},
+    **{ext: (lambda seed: office.xlsx(seed, gold=True)) for ext in (".xlsx", ".xls", ".xlsm")},
+    **{ext: (lambda seed: office.docx(seed, gold=True)) for ext in (".docx", ".doc")},
+    **{ext: (lambda seed: office.pptx(seed, gold=True)) for ext in (".pptx", ".ppt")},
 }
 _TEXT = (".txt", ".md", ".tex", ".bib", ".css", ".js", ".log", ".yml", ".yaml", ".xml", ".ini", ".cfg", "")
 
