@@ -191,8 +191,9 @@ def prepare_cache(cache_dir: Path, tasks: list[OSWorldTask]) -> tuple[int, froze
     of the tasks that read at least one stand-in (per the cache's manifest)."""
     from services.cli import cache_ops, standins
 
-    files = unique_urls(task.model_dump() for task in tasks)
-    made = len(standins.load(cache_dir, files.values()).generated)
+    dumped = [task.model_dump() for task in tasks]
+    files = unique_urls(dumped)
+    made = len(standins.load(cache_dir, files.values(), members=standins.archive_members(dumped)).generated)
     manifest = cache_ops.read_manifest(cache_dir)
     standin_urls = {url for url, entry in manifest.items() if entry.get("source") == cache_ops.STANDIN_SOURCE}
     reading = frozenset(task.id for task in tasks

@@ -109,11 +109,12 @@ def html(seed: Seed) -> bytes:
 
 
 def python(seed: Seed) -> bytes:
-    """A Python module that prints the tag when run; any other name it is asked for is a function that
-    returns False (so a stand-in test suite never passes, and stand-in modules import each other)."""
+    """A Python module that prints a JSON object with the tag when run (a script whose output a checker
+    parses reads valid JSON); any other name it is asked for is a function that returns False (so a stand-in
+    test suite never passes, and stand-in modules import each other)."""
     return (f'"""{seed.tag}: stand-in for a file of an OSWorld task."""\n\nSTANDIN = {seed.tag!r}\n\n\n'
             "def __getattr__(name):\n    return lambda *args, **kwargs: False\n\n\n"
-            'if __name__ == "__main__":\n    print(STANDIN)\n').encode()
+            'if __name__ == "__main__":\n    print(\'{"standin": "\' + STANDIN + \'"}\')\n').encode()
 
 
 def shell(seed: Seed) -> bytes:
@@ -172,14 +173,15 @@ def media(seed: Seed, suffix: str) -> bytes:
         return target.read_bytes()
 
 
-def zip_archive(seed: Seed) -> bytes:
-    """A zip of a folder of text files and a CSV."""
+def zip_archive(seed: Seed, extra: dict[str, bytes] | None = None) -> bytes:
+    """A zip of a folder of text files and a CSV, plus `extra` (path -> bytes)."""
     out = io.BytesIO()
     folder = seed.rng.choice(WORDS)
+    members = {f"{folder}/README.txt": text(seed), f"{folder}/data.csv": csv_file(seed),
+               f"{folder}/notes/{seed.rng.choice(WORDS)}.txt": text(seed, 3), **(extra or {})}
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
-        archive.writestr(zipfile.ZipInfo(f"{folder}/README.txt", ZIP_TIME), text(seed))
-        archive.writestr(zipfile.ZipInfo(f"{folder}/data.csv", ZIP_TIME), csv_file(seed))
-        archive.writestr(zipfile.ZipInfo(f"{folder}/notes/{seed.rng.choice(WORDS)}.txt", ZIP_TIME), text(seed, 3))
+        for path, data in members.items():
+            archive.writestr(zipfile.ZipInfo(path, ZIP_TIME), data)
     return out.getvalue()
 
 
@@ -250,12 +252,14 @@ def epub(seed: Seed) -> bytes:
     return out.getvalue()
 
 
-def tarball(seed: Seed, mode: str, members: dict[str, bytes] | None = None) -> bytes:
+def tarball(seed: Seed, mode: str, members: dict[str, bytes] | None = None,
+            extra: dict[str, bytes] | None = None) -> bytes:
     """A tar archive (`mode`: "gz", "xz" or "bz2"; the compressor's header carries no time) of `members`
-    (path -> bytes; default: a folder of text files)."""
+    (path -> bytes; default: a folder of text files) and `extra`."""
     folder = seed.rng.choice(WORDS)
     members = members or {f"{folder}/README.txt": text(seed), f"{folder}/data.csv": csv_file(seed),
                           f"{folder}/notes/{seed.rng.choice(WORDS)}.txt": text(seed, 3)}
+    members = {**members, **(extra or {})}
     out = io.BytesIO()
     with tarfile.open(fileobj=out, mode="w", format=tarfile.GNU_FORMAT) as archive:
         directories = sorted({str(Path(p).parents[i]) for p in members for i in range(len(Path(p).parents) - 1)})

@@ -15,13 +15,14 @@ and `cua-rollout cache fill` replaces them with the real files.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 from common import url_cache
-from common.task_urls import TaskFile
+from common.task_urls import TaskFile, task_files
 from services.cli import cache_ops
 from services.cli import standin_formats as fmt
 from services.cli import standin_office as office
@@ -54,7 +55,6 @@ _WRITERS: dict[str, Writer] = {
     ".bmp": lambda seed, _name: fmt.image(seed, "BMP"),
     **{ext: (lambda seed, name: fmt.media(seed, PurePosixPath(name).suffix.lower()))
        for ext in (".mp4", ".webm", ".mkv", ".avi", ".mov", ".mp3", ".wav", ".ogg", ".flac")},
-    ".zip": lambda seed, _name: fmt.zip_archive(seed),
     ".whl": lambda seed, name: fmt.wheel(seed, name),
     ".vsix": lambda seed, _name: fmt.vsix(seed),
     ".epub": lambda seed, _name: fmt.epub(seed),
@@ -100,18 +100,22 @@ def kind_of(name: str) -> str:
     return PurePosixPath(lower).suffix
 
 
-def standin_bytes(url: str, name: str, gold: bool = False) -> bytes:
+def standin_bytes(url: str, name: str, gold: bool = False, members: Iterable[str] = ()) -> bytes:
     """The stand-in content of `url`, saved by a task as `name` (see the module docstring); `gold`: the
-    file is a task's expected state (a `cloud_file` of `expected`), made with the features a task asks for.
+    file is a task's expected state (a `cloud_file` of `expected`), made with the features a task asks for;
+    `members`: for an archive, paths it must hold (each a stand-in of its own type, see `archive_members`).
 
     Raises: RuntimeError when a media stand-in needs ffmpeg and it is missing or fails."""
     seed = fmt.Seed(hashlib.sha256(url.encode("utf-8")).hexdigest())
     kind = kind_of(name)
+    extra = {member: standin_bytes(f"{url}#{member}", member) for member in members}
+    if kind == ".zip":
+        return fmt.zip_archive(seed, extra)
     if kind in (".tar.gz", ".tar.xz", ".tar.bz2"):
-        members = fmt.thunderbird_profile(seed) if "thunderbird" in name.lower() else None
-        return fmt.tarball(seed, kind.rsplit(".", 1)[-1], members)
+        profile = fmt.thunderbird_profile(seed) if "thunderbird" in name.lower() else None
+        return fmt.tarball(seed, kind.rsplit(".", 1)[-1], profile, extra)
     if kind in (".gz", ".xz"):
-        return fmt.tarball(seed, kind[1:])
+        return fmt.tarball(seed, kind[1:], None, extra)
     if gold and kind in _GOLD_WRITERS:
         return _GOLD_WRITERS[kind](seed)
     writer = _WRITERS.get(kind)
@@ -120,12 +124,47 @@ def standin_bytes(url: str, name: str, gold: bool = False) -> bytes:
     return fmt.text(seed)
 
 
+ARCHIVES = (".zip", ".tar.gz", ".tar.xz", ".tar.bz2", ".gz", ".xz")
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+
+
+def archive_members(tasks: Iterable[dict[str, Any]]) -> dict[str, list[str]]:
+    """URL of a downloaded archive -> the files a task's setup then uses inside it: every absolute path
+    with an extension and no hidden component in the task's `config` (e.g. an `open` step's) below the
+    archive's directory, relative
+    to it (multi_apps/5df7b33a unzips book.zip on the Desktop and opens `book/Spectral Graph Theory.pdf`)."""
+    found: dict[str, list[str]] = {}
+    for task in tasks:
+        files = task_files(task)
+        downloaded = {item.path for item in files}
+        paths = [p for p in _strings(task.get("config")) if p.startswith("/") and PurePosixPath(p).suffix
+                 and p not in downloaded and not any(part.startswith(".") for part in PurePosixPath(p).parts)]
+        for item in files:
+            if item.where != "config" or kind_of(item.basename) not in ARCHIVES or not item.path.startswith("/"):
+                continue
+            base = str(PurePosixPath(item.path).parent) + "/"
+            members = found.setdefault(item.url, [])
+            members += [p[len(base):] for p in paths if p.startswith(base) and p[len(base):] not in members]
+    return {url: members for url, members in found.items() if members}
+
+
 def load(cache_dir: Path, files: Iterable[TaskFile], force: bool = False,
-         on_file: Callable[[str], None] | None = None) -> LoadResult:
+         on_file: Callable[[str], None] | None = None, members: dict[str, list[str]] | None = None) -> LoadResult:
     """Put a stand-in in the URL cache `cache_dir` for every URL of `files` it does not hold
     (with `force`, also for URLs it holds: overwritten), each recorded in `manifest.json` as a stand-in.
     `on_file(url)` is called after each stand-in is written (progress). A URL the cache serves from its
-    `index.json` (an example fixture) keeps that file: the index is looked up first.
+    `index.json` (an example fixture) keeps that file: the index is looked up first. `members`: archive URL
+    -> paths it must hold (`archive_members`).
 
     Raises: RuntimeError when a stand-in cannot be made (ffmpeg missing for media)."""
     directory = cache_dir
@@ -136,7 +175,8 @@ def load(cache_dir: Path, files: Iterable[TaskFile], force: bool = False,
         if not force and cache_ops.is_cached(directory, item):  # a real file, a fixture, or this stand-in
             kept.append(item.url)
             continue
-        path = url_cache.store(directory, item.url, standin_bytes(item.url, file_name(item), item.where == "expected"))
+        data = standin_bytes(item.url, file_name(item), item.where == "expected", (members or {}).get(item.url, ()))
+        path = url_cache.store(directory, item.url, data)
         entries[item.url] = cache_ops.manifest_entry(path, STANDIN_SOURCE)
         generated.append(item.url)
         if on_file is not None:

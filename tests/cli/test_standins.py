@@ -158,3 +158,18 @@ def test_history_stand_in_takes_chromes_visits(tmp_path: Path) -> None:
     import sqlite3
     with sqlite3.connect(path) as connection:
         assert connection.execute("SELECT url, title FROM urls").fetchall() == [("https://example.test/", "Example")]
+
+
+def test_archives_hold_the_files_a_task_opens_inside_them() -> None:
+    """multi_apps/5df7b33a unzips book.zip on the Desktop, then opens a PDF inside it."""
+    url = BASE + "raw_book.zip"
+    download = {"files": [{"url": url, "path": "/home/user/Desktop/book.zip"}]}
+    task = {"config": [{"type": "download", "parameters": download},
+                       {"type": "execute", "parameters": {"command": ["unzip", "/home/user/Desktop/book.zip"]}},
+                       {"type": "open", "parameters": {"path": "/home/user/Desktop/book/Spectral Graph Theory.pdf"}},
+                       {"type": "open", "parameters": {"path": "/home/user/Desktop/.hidden/x.txt"}}],
+            "evaluator": {}}
+    members = standins.archive_members([task])
+    assert members == {url: ["book/Spectral Graph Theory.pdf"]}
+    archive = zipfile.ZipFile(io.BytesIO(standins.standin_bytes(url, "book.zip", members=members[url])))
+    assert archive.read("book/Spectral Graph Theory.pdf").startswith(b"%PDF")

@@ -90,9 +90,10 @@ def standins_command(
 
     with usage_errors():
         loaded = load_task_set(index)
-        files = unique_urls(task.model_dump() for task in loaded.tasks)
+        dumped = [task.model_dump() for task in loaded.tasks]
+        files = unique_urls(dumped)
         try:
-            result = standins.load(cache_dir, files.values(), force=force)
+            result = standins.load(cache_dir, files.values(), force=force, members=standins.archive_members(dumped))
         except RuntimeError as exc:
             raise ValueError(str(exc)) from exc
     console.print(f"cache {cache_dir}: {len(result.generated)} stand-ins generated, {len(result.kept)} URLs "
