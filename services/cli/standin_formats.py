@@ -275,52 +275,41 @@ def tarball(seed: Seed, mode: str, members: dict[str, bytes] | None = None,
     return compress(out.getvalue())
 
 
+#: The profile directory of OSWorld's Thunderbird profile archives (its tasks' getters name it).
+THUNDERBIRD_PROFILE = "t5q2a5hp.default-release"
+
+
 def thunderbird_profile(seed: Seed) -> dict[str, bytes]:
-    """Members of a stand-in Thunderbird profile archive (`.thunderbird/` with `profiles.ini` and an empty
-    default profile), as OSWorld's profile archives extract into the home directory."""
-    profile = f"{seed.digest[:8]}.default-release"
-    return {
-        ".thunderbird/profiles.ini": (f"[Profile0]\nName=default-release\nIsRelative=1\nPath={profile}\nDefault=1\n\n"
-                                      "[General]\nStartWithLastProfile=1\nVersion=2\n").encode(),
-        f".thunderbird/{profile}/prefs.js": f'// {seed.tag}\nuser_pref("mail.shell.checkDefaultClient", false);\n'
-                                            .encode(),
-    }
-
-
-#: The tables of Chrome's History database that OSWorld's `update_browse_history` and its getters use.
-HISTORY_SCHEMA = """
-CREATE TABLE meta(key LONGVARCHAR NOT NULL UNIQUE PRIMARY KEY, value LONGVARCHAR);
-CREATE TABLE urls(id INTEGER PRIMARY KEY AUTOINCREMENT, url LONGVARCHAR, title LONGVARCHAR,
-  visit_count INTEGER DEFAULT 0 NOT NULL, typed_count INTEGER DEFAULT 0 NOT NULL,
-  last_visit_time INTEGER NOT NULL, hidden INTEGER DEFAULT 0 NOT NULL);
-CREATE TABLE visits(id INTEGER PRIMARY KEY AUTOINCREMENT, url INTEGER NOT NULL, visit_time INTEGER NOT NULL,
-  from_visit INTEGER, external_referrer_url TEXT, transition INTEGER DEFAULT 0 NOT NULL, segment_id INTEGER,
-  visit_duration INTEGER DEFAULT 0 NOT NULL, incremented_omnibox_typed_score BOOLEAN DEFAULT FALSE NOT NULL,
-  opener_visit INTEGER, originator_cache_guid TEXT, originator_visit_id INTEGER, originator_from_visit INTEGER,
-  originator_opener_visit INTEGER, is_known_to_sync BOOLEAN DEFAULT FALSE NOT NULL,
-  consider_for_ntp_most_visited BOOLEAN DEFAULT FALSE NOT NULL, visited_link_id INTEGER DEFAULT 0 NOT NULL,
-  app_id TEXT);
-INSERT INTO meta VALUES ('version', '69'), ('last_compatible_version', '16');
-"""
-
-
-def sqlite_db(seed: Seed, history: bool) -> bytes:
-    """A SQLite database: Chrome's empty History schema (`history`), else one table of rows; the tag in it."""
-    with tempfile.TemporaryDirectory(prefix="standin-db-") as scratch:
-        path = Path(scratch) / "db.sqlite"
+    """Members of a stand-in Thunderbird profile archive, extracted into the home as OSWorld's are:
+    `.thunderbird/profiles.ini` and the profile OSWorld's getters read (`prefs.js`, an empty global message
+    database, `xulstore.json`, empty local folders and IMAP filter rules)."""
+    root = f".thunderbird/{THUNDERBIRD_PROFILE}"
+    with tempfile.TemporaryDirectory(prefix="standin-tb-") as scratch:
+        path = Path(scratch) / "global-messages-db.sqlite"
         connection = sqlite3.connect(path)
-        try:
-            if history:
-                connection.executescript(HISTORY_SCHEMA)
-                connection.execute("INSERT INTO meta VALUES ('standin', ?)", (seed.tag,))
-            else:
-                connection.execute("CREATE TABLE items(name TEXT, count INTEGER, score REAL, note TEXT)")
-                connection.executemany("INSERT INTO items VALUES (?, ?, ?, ?)", seed.rows(12))
-                connection.execute("INSERT INTO items VALUES ('Tag', 0, 0, ?)", (seed.tag,))
-            connection.commit()
-        finally:
-            connection.close()
-        return path.read_bytes()
+        connection.executescript(
+            "CREATE TABLE folderLocations (id INTEGER PRIMARY KEY, folderURI TEXT NOT NULL, dirtyStatus INTEGER, "
+            "name TEXT, indexingPriority INTEGER DEFAULT -1);"
+            "CREATE TABLE messages (id INTEGER PRIMARY KEY, folderID INTEGER, messageKey INTEGER, "
+            "conversationID INTEGER NOT NULL, date INTEGER, headerMessageID TEXT, deleted INTEGER NOT NULL default 0, "
+            "jsonAttributes TEXT, notability INTEGER);"
+            "CREATE TABLE messageAttributes (conversationID INTEGER NOT NULL, messageID INTEGER NOT NULL, "
+            "attributeID INTEGER NOT NULL, value NUMERIC);")
+        connection.execute("INSERT INTO folderLocations (folderURI, name) VALUES (?, ?)",
+                           (f"mailbox://nobody@Local%20Folders/{seed.words(1)}", seed.tag))
+        connection.commit()
+        connection.close()
+        database = path.read_bytes()
+    return {
+        ".thunderbird/profiles.ini": (f"[Profile0]\nName=default-release\nIsRelative=1\nPath={THUNDERBIRD_PROFILE}\n"
+                                      "Default=1\n\n[General]\nStartWithLastProfile=1\nVersion=2\n").encode(),
+        f"{root}/prefs.js": f'// {seed.tag}\nuser_pref("mail.shell.checkDefaultClient", false);\n'.encode(),
+        f"{root}/global-messages-db.sqlite": database,
+        f"{root}/xulstore.json": b"{}",
+        f"{root}/Mail/Local Folders/Bills": b"",
+        f"{root}/Mail/Local Folders/Inbox": b"",
+        f"{root}/ImapMail/outlook.office365.com/msgFilterRules.dat": b'version="9"\nlogging="no"\n',
+    }
 
 
 def raw_bytes(seed: Seed, size: int = 4096) -> bytes:

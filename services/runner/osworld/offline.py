@@ -10,7 +10,8 @@ and so by `cua-rollout coverage` (a task with any of them is not counted *offlin
 - `online_task`: the agent must reach the web to solve the task: its instruction names a web address, or it
   is one of `ONLINE_TASKS` (checked by hand: clone a repository, stream a network video, read a live site);
 - `missing_app`: the domain's application is not installed on this machine (`DOMAIN_APPS`: the binary each
-  domain's tasks start), e.g. VS Code before `scripts/install_code_server.sh`.
+  domain's tasks start), e.g. VS Code before `scripts/install_code_server.sh`, or the task uses a command the
+  env cannot answer as Ubuntu does (`MISSING_COMMANDS`: `timedatectl` without systemd).
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ EXPLANATIONS = {
                   "the start state differs from OSWorld's VM",
     ONLINE_TASK: "the agent must reach the web to solve it (a web address in the instruction, a repository to "
                  "clone, a network stream)",
-    MISSING_APP: "its application is not installed on this machine",
+    MISSING_APP: "its application is not installed on this machine, or it uses a system service the env "
+                 "does not run",
 }
 
 #: Tasks the agent can only solve online whose instruction names no `http(s)://` address (by hand, from
@@ -78,14 +80,24 @@ def app_installed(command: str) -> bool:
     return shutil.which(command) is not None
 
 
-def task_needs(task_id: str, domain: str, instruction: str) -> dict[str, list[str]]:
-    """Task-level requirements (`online_task`, `missing_app`) -> what in the task needs them."""
+#: Commands the env cannot answer as Ubuntu does, by the text that names them in a task -> why.
+MISSING_COMMANDS = {
+    "timedatectl": "timedatectl needs systemd's timedated, which the env does not run",
+}
+
+
+def task_needs(task_id: str, domain: str, instruction: str, text: str = "") -> dict[str, list[str]]:
+    """Task-level requirements (`online_task`, `missing_app`) -> what in the task needs them; `text`: the
+    task's JSON (searched for `MISSING_COMMANDS`)."""
     found: dict[str, list[str]] = {}
+    for command, why in MISSING_COMMANDS.items():
+        if command in text:
+            found.setdefault(MISSING_APP, []).append(why)
     if task_id in ONLINE_TASKS:
         found[ONLINE_TASK] = [ONLINE_TASKS[task_id]]
     elif _WEB_ADDRESS.search(instruction):
         found[ONLINE_TASK] = ["its instruction names a web address"]
     app = DOMAIN_APPS.get(domain)
     if app is not None and not app_installed(app):
-        found[MISSING_APP] = [f"{app} is not installed"]
+        found.setdefault(MISSING_APP, []).append(f"{app} is not installed")
     return found

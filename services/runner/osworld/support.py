@@ -71,6 +71,7 @@ def task_requirements(task: OSWorldTask) -> dict[str, list[str]]:
             feature = label(kind, name)
             if feature not in found.setdefault(requirement, []):
                 found[requirement].append(feature)
-    for requirement, reasons in task_needs(task.id, task.effective_domain, task.instruction).items():
+    for requirement, reasons in task_needs(task.id, task.effective_domain, task.instruction,
+                                           task.model_dump_json()).items():
         found.setdefault(requirement, []).extend(reasons)
     return found

@@ -44,6 +44,8 @@ def test_tasks_solved_online_and_missing_apps(monkeypatch: pytest.MonkeyPatch) -
     assert task_requirements(_task("t3", "Open settings", "vs_code"))[offline.MISSING_APP] == \
         ["code-server is not installed"]
     assert offline.MISSING_APP not in task_requirements(_task("t4", "Open a sheet", "libreoffice_calc"))
+    assert offline.task_needs("t5", "os", "Set UTC", '{"command": "timedatectl status"}')[offline.MISSING_APP] == \
+        [offline.MISSING_COMMANDS["timedatectl"]]
 
 
 @pytest.mark.skipif(not NOGDRIVE.is_file(), reason="OSWorld's index is not in ../shared/osworld")
