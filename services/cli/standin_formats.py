@@ -312,6 +312,42 @@ def thunderbird_profile(seed: Seed) -> dict[str, bytes]:
     }
 
 
+#: The tables of Chrome's History database that OSWorld's `update_browse_history` and its getters use.
+HISTORY_SCHEMA = """
+CREATE TABLE meta(key LONGVARCHAR NOT NULL UNIQUE PRIMARY KEY, value LONGVARCHAR);
+CREATE TABLE urls(id INTEGER PRIMARY KEY AUTOINCREMENT, url LONGVARCHAR, title LONGVARCHAR,
+  visit_count INTEGER DEFAULT 0 NOT NULL, typed_count INTEGER DEFAULT 0 NOT NULL,
+  last_visit_time INTEGER NOT NULL, hidden INTEGER DEFAULT 0 NOT NULL);
+CREATE TABLE visits(id INTEGER PRIMARY KEY AUTOINCREMENT, url INTEGER NOT NULL, visit_time INTEGER NOT NULL,
+  from_visit INTEGER, external_referrer_url TEXT, transition INTEGER DEFAULT 0 NOT NULL, segment_id INTEGER,
+  visit_duration INTEGER DEFAULT 0 NOT NULL, incremented_omnibox_typed_score BOOLEAN DEFAULT FALSE NOT NULL,
+  opener_visit INTEGER, originator_cache_guid TEXT, originator_visit_id INTEGER, originator_from_visit INTEGER,
+  originator_opener_visit INTEGER, is_known_to_sync BOOLEAN DEFAULT FALSE NOT NULL,
+  consider_for_ntp_most_visited BOOLEAN DEFAULT FALSE NOT NULL, visited_link_id INTEGER DEFAULT 0 NOT NULL,
+  app_id TEXT);
+INSERT INTO meta VALUES ('version', '69'), ('last_compatible_version', '16');
+"""
+
+
+def sqlite_db(seed: Seed, history: bool) -> bytes:
+    """A SQLite database: Chrome's empty History schema (`history`), else one table of rows; the tag in it."""
+    with tempfile.TemporaryDirectory(prefix="standin-db-") as scratch:
+        path = Path(scratch) / "db.sqlite"
+        connection = sqlite3.connect(path)
+        try:
+            if history:
+                connection.executescript(HISTORY_SCHEMA)
+                connection.execute("INSERT INTO meta VALUES ('standin', ?)", (seed.tag,))
+            else:
+                connection.execute("CREATE TABLE items(name TEXT, count INTEGER, score REAL, note TEXT)")
+                connection.executemany("INSERT INTO items VALUES (?, ?, ?, ?)", seed.rows(12))
+                connection.execute("INSERT INTO items VALUES ('Tag', 0, 0, ?)", (seed.tag,))
+            connection.commit()
+        finally:
+            connection.close()
+        return path.read_bytes()
+
+
 def raw_bytes(seed: Seed, size: int = 4096) -> bytes:
     """`size` random bytes."""
     return seed.rng.randbytes(size)
