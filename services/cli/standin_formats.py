@@ -130,15 +130,16 @@ def srt(seed: Seed) -> bytes:
 
 
 def image(seed: Seed, fmt: str) -> bytes:
-    """A 320x240 image (`fmt`: a Pillow format name) of random shapes on a random background, the
-    digest's first 16 hex digits written on it."""
+    """A 320x240 image (`fmt`: a Pillow format name) of random pixels (so its structural similarity to any
+    smooth or other stand-in image is near 0: OSWorld's SSIM checkers pay nothing for an unchanged picture)
+    with a few small shapes, the digest's first 16 hex digits written on it."""
     from PIL import Image, ImageDraw
 
-    picture = Image.new("RGB", (320, 240), seed.color())
+    picture = Image.frombytes("RGB", (320, 240), seed.rng.randbytes(320 * 240 * 3))  # random pixels
     draw = ImageDraw.Draw(picture)
-    for _ in range(6):
-        x, y = seed.rng.randrange(280), seed.rng.randrange(200)
-        box = (x, y, x + seed.rng.randrange(10, 120), y + seed.rng.randrange(10, 120))
+    for _ in range(3):
+        x, y = seed.rng.randrange(300), seed.rng.randrange(220)
+        box = (x, y, x + seed.rng.randrange(5, 20), y + seed.rng.randrange(5, 20))
         (draw.ellipse if seed.rng.random() < 0.5 else draw.rectangle)(box, fill=seed.color())
     draw.text((8, 8), seed.digest[:16], fill=(255, 255, 255))
     out = io.BytesIO()
@@ -160,7 +161,7 @@ def media(seed: Seed, suffix: str) -> bytes:
     codec = ["-c:v", "libx264", "-pix_fmt", "yuv420p", "-c:a", "aac"] if suffix in (".mp4", ".mov", ".mkv") else []
     with tempfile.TemporaryDirectory(prefix="standin-media-") as scratch:
         target = Path(scratch) / f"out{suffix}"
-        command = ["ffmpeg", "-hide_banner", "-loglevel", "error", "-y", *inputs, *codec, "-shortest",
+        command = ["ffmpeg", "-hide_banner", "-loglevel", "error", "-y", *inputs, *codec, "-threads", "1", "-shortest",
                    "-map_metadata", "-1", "-fflags", "+bitexact", "-flags", "+bitexact",
                    "-metadata", f"comment={seed.tag}", str(target)]
         try:

@@ -93,6 +93,12 @@ def docx(seed: Seed, gold: bool = False) -> bytes:
     document.add_paragraph(seed.tag)
     for _ in range(4):
         document.add_paragraph(seed.words(12).capitalize() + ".")
+    # A references section, as the documents of OSWorld's reference-formatting tasks end with (their checker,
+    # compare_references, pays 1.0 when neither document has one).
+    document.add_paragraph("References")
+    for _ in range(3):
+        document.add_paragraph(f"{seed.words(2).title()}, {seed.rng.choice(WORDS)[0].upper()}. "
+                               f"({seed.rng.randrange(1990, 2024)}). {seed.words(5).capitalize()}.")
     rows = seed.rows(3)
     table = document.add_table(rows=len(rows), cols=len(HEADER))
     for r, row in enumerate(rows):

@@ -13,8 +13,11 @@ import pytest
 
 from common.task_urls import task_files
 from services.cli import standins
+from services.runner.osworld.metrics.docs import compare_references
 from services.runner.osworld.metrics.table import compare_table
+from services.runner.osworld.metrics.vlc import compare_images
 from tests.oracle.client import Oracle, same_value
+from tests.oracle.office_support import agree
 
 INDEX = Path(__file__).resolve().parents[3] / "shared" / "osworld"
 
@@ -58,3 +61,22 @@ def test_a_do_nothing_start_file_scores_zero_against_the_gold_stand_in(
 def test_cases_cover_the_calc_tasks_that_compare_with_a_gold_workbook() -> None:
     if (INDEX / "test_nogdrive.json").is_file():
         assert len(CASES) >= 30
+
+
+def test_references_and_images_of_stand_ins_score_zero_with_osworlds_checkers(oracle: Oracle, tmp_path: Path) -> None:
+    """multi_apps/2c1ebcd7 (compare_references: 1.0 when neither document has a references section) and
+    multi_apps/c2751594, vlc/efcf0d81 (compare_images, SSIM above a base: the env's wallpaper left as it was)."""
+    from services.desktop_env.ubuntu_defaults import wallpaper_png
+
+    start, gold = tmp_path / "case study.docx", tmp_path / "case study gold.docx"
+    start.write_bytes(standins.standin_bytes("https://x.test/case%20study.docx", start.name))
+    gold.write_bytes(standins.standin_bytes("https://x.test/case%20study%20gold.docx", gold.name, gold=True))
+    assert agree(oracle, "metrics.docs", compare_references, str(start), str(gold), stubs=("easyocr",),
+                 content_only=True, reference_base_result=0.93) == 0
+    wallpaper, picture = tmp_path / "background.png", tmp_path / "gold_background.png"
+    wallpaper.write_bytes(wallpaper_png())
+    picture.write_bytes(standins.standin_bytes("https://x.test/background.png", picture.name, gold=True))
+    for base in (0.54, None):
+        options = {} if base is None else {"reference_base_result": base}
+        assert agree(oracle, "metrics.vlc", compare_images, str(wallpaper), str(picture), stubs=("acoustid",),
+                     **options) < 0.1
