@@ -11,7 +11,7 @@ demo: setup
 
 test:
 	@bash scripts/setup.sh --oracle
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 3 --dist loadscope
 
 fuzz: setup
 	$(PY) -m pytest -q -m slow --hypothesis-show-statistics tests/test_parser_fuzz.py

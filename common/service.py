@@ -15,11 +15,14 @@ from redis.retry import Retry
 
 
 def setup_logging(level: str = "INFO") -> None:
-    """One log format for all services: time, level, logger, message."""
+    """One log format for all services: time, level, logger, message. httpx logs one INFO line per request
+    (every health probe, every poll): those show only at DEBUG."""
     logging.basicConfig(
         level=level.upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    quiet = logging.getLevelNamesMapping()[level.upper()] > logging.DEBUG
+    logging.getLogger("httpx").setLevel(logging.WARNING if quiet else logging.NOTSET)
 
 
 #: Retries of a Redis command after a connection error, with backoff 0.1 s doubling to 1 s: about 12 s,

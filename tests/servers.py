@@ -14,15 +14,15 @@ from common.polling import free_port, wait_until
 
 
 @contextmanager
-def serve_app(app: Any, port: int | None = None) -> Iterator[str]:
-    """Run `app` with uvicorn on 127.0.0.1 and yield its base URL; shut it down on exit."""
+def serve_app(app: Any, port: int | None = None, host: str = "127.0.0.1") -> Iterator[str]:
+    """Run `app` with uvicorn on `host` (a loopback address) and yield its base URL; shut it down on exit."""
     port = port or free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     wait_until(lambda: server.started, 10, f"uvicorn on port {port}")
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield f"http://{host}:{port}"
     finally:
         server.should_exit = True
         thread.join(timeout=10)

@@ -13,7 +13,7 @@ from common.envpool import EnvPool
 from services.runner.envs import make_provider
 from services.runner.envs.kubernetes import KubernetesProvider
 from services.runner.envs.local import LocalProvider
-from services.runner.envs.static import StaticProvider, expand_urls, resolve_ipv4
+from services.runner.envs.static import StaticProvider
 from services.runner.settings import RunnerSettings
 
 
@@ -71,15 +71,6 @@ def test_static_names_are_re_resolved_as_replicas_come_and_go(redis_url: str) ->
                                             "http://172.18.0.6:5000"]
     pool.release(lease)
     assert all(e.provider == "static" and e.flavor == "desktop_env" for e in pool.envs())
-
-
-def test_the_system_resolver_expands_names_and_keeps_ips() -> None:
-    assert resolve_ipv4("localhost", 5000) == ["127.0.0.1"]
-    assert resolve_ipv4("no-such-host.invalid", 5000) == []
-    assert expand_urls(["http://localhost:5000/", "http://10.0.0.1:5000", "http://no-such-host.invalid:1"]) == \
-        (["http://127.0.0.1:5000", "http://10.0.0.1:5000"], ["no-such-host.invalid"])
-    with pytest.raises(ValueError, match="has no host"):
-        expand_urls(["not a url"])
 
 
 def test_a_provider_can_lease_only_its_own_envs(redis_url: str) -> None:

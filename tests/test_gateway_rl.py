@@ -204,7 +204,8 @@ def test_rolling_reload_in_waves_under_load(scripts_dir: Path, method: str) -> N
 
 
 def test_request_for_the_new_version_waits_for_a_reloading_replica(scripts_dir: Path) -> None:
-    with policies(scripts_dir, 1, reload_ms=400) as urls:
+    # the reload lasts long enough that the request below surely starts while it is on, even on a loaded machine
+    with policies(scripts_dir, 1, reload_ms=3000) as urls:
         with serve_app(create_gateway(gateway(urls, version_wait_s=10))) as gw:
             wait_until(lambda: states(gw)[rid(urls[0])]["model_version"] == "v0", 10, "version known")
             assert httpx.post(f"{gw}/admin/reload", json={"version": "v1", "source": "/ckpt/v1"},

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import redis
 
+from common.dns import expand_urls
 from common.envpool import EnvPool, env_id_for_url
 from common.polling import GiveUp, free_port, wait_until
 from common.processes import parent_pid
@@ -27,7 +28,6 @@ from common.service import redis_client
 from services.cli import cache_ops
 from services.cli.processes import ManagedProcess, stop_all
 from services.desktop_env.launcher import LocalEnvLauncher
-from services.runner.envs.static import expand_urls
 
 log = logging.getLogger(__name__)
 

@@ -13,6 +13,7 @@ import logging
 
 import httpx
 
+from services.model_gateway.discovery import ReplicaDiscovery
 from services.model_gateway.replicas import ReplicaPool
 
 log = logging.getLogger(__name__)
@@ -46,10 +47,14 @@ async def check_once(pool: ReplicaPool, client: httpx.AsyncClient, timeout_s: fl
     await asyncio.gather(*(probe(rid) for rid in list(pool.replicas)))
 
 
-async def health_loop(pool: ReplicaPool, client: httpx.AsyncClient, interval_s: float, timeout_s: float) -> None:
-    """Run `check_once` every `interval_s` seconds until cancelled (the app lifespan cancels it)."""
+async def health_loop(pool: ReplicaPool, client: httpx.AsyncClient, interval_s: float, timeout_s: float,
+                      discovery: ReplicaDiscovery | None = None) -> None:
+    """Every `interval_s` seconds until cancelled (the app lifespan cancels it): re-resolve the replicas'
+    DNS names (`discovery`, when given), then `check_once`."""
     while True:
         try:
+            if discovery is not None:
+                await discovery.refresh()
             await check_once(pool, client, timeout_s)
         except Exception:  # a bug in one round must not stop health checking
             log.exception("health check round failed")

@@ -67,6 +67,11 @@ def forward_headers(request: Request) -> dict[str, str]:
     return out
 
 
+#: uvloop (libuv) rounds a timer's delay to whole ms and counts from its cached loop time, so a timeout bounded by
+#: the request's deadline can fire up to ~1 ms before it: such an expiry is still the deadline's, not the replica's.
+TIMER_SLACK_S = 0.002
+
+
 def _json_error(state: GatewayState, status: int, payload: dict[str, object]) -> JSONResponse:
     return JSONResponse(payload, status_code=status,
                         headers={"X-Model-Version": state.settings.model_version, "X-Replica": ""})
@@ -253,7 +258,7 @@ async def forward(request: Request, path: str, state: GatewayState) -> Response:
                 if body.gone:  # the upload failed because the client left mid-body: not the replica's fault
                     state.metrics.abandoned.inc()
                     return Response(status_code=CLIENT_CLOSED)
-                if time.monotonic() >= deadline:  # our own deadline cut it short: not the replica's fault
+                if time.monotonic() >= deadline - TIMER_SLACK_S:  # our deadline cut it short: not the replica's fault
                     return _json_error(state, 504, {"error": f"gateway deadline exceeded on {replica.id} ({exc!r})"})
                 state.pool.record_failure(replica)
                 last_error = f"replica {replica.id}: {exc!r}"

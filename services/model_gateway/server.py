@@ -17,8 +17,10 @@ from fastapi import FastAPI, Request
 from prometheus_client import CollectorRegistry
 from starlette.types import Receive, Scope, Send
 
+from common.dns import Resolver, resolve_ipv4
 from common.service import add_health_and_metrics
 from services.model_gateway import admin, proxy
+from services.model_gateway.discovery import ReplicaDiscovery
 from services.model_gateway.health import health_loop
 from services.model_gateway.reload import ReloadManager
 from services.model_gateway.reload_methods import make_method
@@ -31,14 +33,18 @@ from services.model_gateway.upstream import UpstreamClient
 log = logging.getLogger(__name__)
 
 
-def build_state(settings: GatewaySettings) -> GatewayState:
-    """The app state for `settings` (no I/O; the client is opened by the lifespan)."""
+def build_state(settings: GatewaySettings, resolver: Resolver = resolve_ipv4) -> GatewayState:
+    """The app state for `settings`; its replicas are `settings.replica_urls` with DNS names resolved once
+    (the health loop resolves them again; the HTTP client is opened by the lifespan)."""
     initial = None if settings.model_version == "unknown" else settings.model_version
-    pool = ReplicaPool.of(settings.replica_urls, settings.unhealthy_after, settings.breaker_cooldown_s, initial)
+    pool = ReplicaPool(unhealthy_after=settings.unhealthy_after, cooldown_s=settings.breaker_cooldown_s)
+    discovery = ReplicaDiscovery(pool, settings.replica_urls, resolver, version=initial)
+    discovery.sync()
     router = ConsistentRouter(pool, settings.sticky_ttl_s, settings.max_sessions, epsilon=settings.load_epsilon)
     registry = CollectorRegistry()
     state = GatewayState(
-        settings=settings, pool=pool, router=router, metrics=GatewayMetrics(registry), registry=registry,
+        settings=settings, pool=pool, discovery=discovery, router=router, metrics=GatewayMetrics(registry),
+        registry=registry,
         timeout=httpx.Timeout(connect=settings.connect_timeout_s, read=settings.read_timeout_s,
                               write=settings.write_timeout_s, pool=settings.pool_timeout_s),
         reloads=ReloadManager(pool, lambda: state.client,
@@ -69,10 +75,11 @@ class GatewayApp:
         await self.app(scope, receive, send)
 
 
-def create_app(settings: GatewaySettings | None = None) -> GatewayApp:
-    """Build the gateway app over `settings.replica_urls` (defaults: env vars `GATEWAY_*`)."""
+def create_app(settings: GatewaySettings | None = None, resolver: Resolver = resolve_ipv4) -> GatewayApp:
+    """Build the gateway app over `settings.replica_urls` (defaults: env vars `GATEWAY_*`), DNS names
+    resolved by `resolver` (the system resolver unless a test passes a stand-in)."""
     settings = settings or GatewaySettings()
-    state = build_state(settings)
+    state = build_state(settings, resolver)
     limits = httpx.Limits(max_connections=settings.max_connections,
                           max_keepalive_connections=max(1, settings.max_connections // 5), keepalive_expiry=30.0)
 
@@ -85,7 +92,7 @@ def create_app(settings: GatewaySettings | None = None) -> GatewayApp:
         upstream = UpstreamClient(limit_per_replica=settings.max_connections)
         state.upstreams[:] = [upstream]
         task = asyncio.create_task(health_loop(state.pool, client, settings.health_interval_s,
-                                               settings.health_timeout_s))
+                                               settings.health_timeout_s, state.discovery))
         try:
             yield
         finally:

@@ -1,6 +1,7 @@
 """Gateway settings (environment variables `GATEWAY_*`); every timeout is explicit, in seconds.
 
-`GATEWAY_REPLICAS` is a comma-separated list of replica base URLs (`http://host:port`). See README
+`GATEWAY_REPLICAS` is a comma-separated list of replica base URLs (`http://host:port`); a DNS name stands for one
+replica per address (`discovery.py`). See README
 ("Model gateway") for every variable.
 """
 

@@ -8,6 +8,7 @@ import httpx
 from fastapi import Request
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from services.model_gateway.discovery import ReplicaDiscovery
 from services.model_gateway.reload import ReloadManager
 from services.model_gateway.replicas import ReplicaPool
 from services.model_gateway.routing import ConsistentRouter
@@ -45,6 +46,7 @@ class GatewayState:
 
     settings: GatewaySettings
     pool: ReplicaPool
+    discovery: ReplicaDiscovery
     router: ConsistentRouter
     reloads: ReloadManager
     metrics: GatewayMetrics

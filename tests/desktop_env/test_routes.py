@@ -49,7 +49,6 @@ def _error(response: httpx.Response, status: int) -> str:
     ("/execute", {"json": {"command": "ls", "timeout": -1}}, 400, None),
     ("/run_python", {"json": {}}, 400, "Code not supplied!"),
     ("/setup/launch", {"json": {"command": ["no-such-program-xyz"]}}, 500, None),
-    ("/wallpaper", {}, 404, None),
     ("/end_recording", {}, 400, "No recording in progress to stop."),
 ])
 def test_error_replies(env: DesktopEnvClient, path: str, kwargs: dict[str, object], status: int,
@@ -129,8 +128,12 @@ def test_wallpaper_round_trip(env: DesktopEnvClient) -> None:
         "Wallpaper changed successfully"
     reply = _post(env, "/wallpaper")
     assert reply.content == buffer.getvalue() and reply.headers["content-type"] == "image/png"  # as OSWorld
+    env.execute(["rm", "/home/user/Pictures/w.jpg"])
+    assert _error(_post(env, "/wallpaper"), 404)  # the setting names a file that is gone
     env.reset()
-    assert env.wallpaper() is None  # the setting lives in the env's home
+    # the setting lives in the env's home: reset brings back the schema's default, which is a file
+    # only where gnome-backgrounds is installed
+    assert env.wallpaper() != buffer.getvalue()
 
 
 def test_recording_shapes(env: DesktopEnvClient) -> None:
