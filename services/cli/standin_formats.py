@@ -17,6 +17,7 @@ import io
 import json
 import lzma
 import random
+import re
 import sqlite3
 import subprocess
 import tarfile
@@ -69,14 +70,19 @@ HEADER = ["Name", "Count", "Score", "Note"]
 
 def fixed_zip(data: bytes) -> bytes:
     """`data` (a zip archive) rewritten with every entry dated `ZIP_TIME`, order and compression kept;
-    `mimetype` (ODF, EPUB) stays first and stored."""
+    `mimetype` (ODF, EPUB) stays first and stored; the creation and modification times of Office's
+    `docProps/core.xml` are set to 2024-01-01."""
     out = io.BytesIO()
     with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(out, "w") as target:
         for info in source.infolist():
             fixed = zipfile.ZipInfo(info.filename, ZIP_TIME)
             fixed.compress_type = zipfile.ZIP_STORED if info.filename == "mimetype" else zipfile.ZIP_DEFLATED
             fixed.external_attr = info.external_attr
-            target.writestr(fixed, source.read(info.filename))
+            data = source.read(info.filename)
+            if info.filename == "docProps/core.xml":  # openpyxl stamps the saving time into `modified`
+                data = re.sub(rb"(<dcterms:(?:created|modified)[^>]*>)[^<]*(<)", rb"\g<1>2024-01-01T00:00:00Z\g<2>",
+                              data)
+            target.writestr(fixed, data)
     return out.getvalue()
 
 
