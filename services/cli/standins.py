@@ -15,6 +15,8 @@ and `cua-rollout cache fill` replaces them with the real files.
 from __future__ import annotations
 
 import hashlib
+import re
+import shlex
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -138,23 +140,66 @@ def _strings(value: Any) -> Iterator[str]:
             yield from _strings(item)
 
 
+HOME = "/home/user/"
+
+
+def _absolute_paths(config: Any) -> set[str]:
+    """Absolute paths in a task's `config`: whole string values (an `open` step's path, spaces and all) and
+    the words of command strings."""
+    found: set[str] = set()
+    for value in _strings(config):
+        try:
+            words = shlex.split(value)
+        except ValueError:
+            words = value.split()
+        found.update(v.rstrip("/") for v in [value, *words] if v.startswith("/") and "\n" not in v and " && " not in v)
+    return {p for p in found if not any(part.startswith(".") for part in PurePosixPath(p).parts)}
+
+
+def _extraction_dirs(config: Any) -> set[str]:
+    """Directories a setup command extracts an archive into (`unzip -d DIR`, `tar -C DIR`)."""
+    found = set()
+    for value in _strings(config):
+        for match in re.finditer(r"(?:^|\s)-[dC]\s+(/\S+)", value):
+            found.add(match.group(1).rstrip("/") + "/")
+    for step in config if isinstance(config, list) else []:
+        command = (step.get("parameters") or {}).get("command") if isinstance(step, dict) else None
+        if isinstance(command, list):
+            for flag, target in zip(command, command[1:], strict=False):
+                if flag in ("-d", "-C") and isinstance(target, str) and target.startswith("/"):
+                    found.add(target.rstrip("/") + "/")
+    return found
+
+
 def archive_members(tasks: Iterable[dict[str, Any]]) -> dict[str, list[str]]:
-    """URL of a downloaded archive -> the files a task's setup then uses inside it: every absolute path
-    with an extension and no hidden component in the task's `config` (e.g. an `open` step's) below the
-    archive's directory, relative
-    to it (multi_apps/5df7b33a unzips book.zip on the Desktop and opens `book/Spectral Graph Theory.pdf`)."""
+    """URL of a downloaded archive -> the paths a task's setup then uses inside it, relative to where it is
+    extracted (the archive's directory, or an `unzip -d` / `tar -C` directory): files (with an extension)
+    below it, and folders one level below it other than the home's (as `<folder>/README.txt`). E.g.
+    multi_apps/5df7b33a unzips book.zip on the Desktop and opens `book/Spectral Graph Theory.pdf`; 2c9fc0de
+    unzips binder.zip into ~/projects and works in `binder`."""
     found: dict[str, list[str]] = {}
     for task in tasks:
         files = task_files(task)
         downloaded = {item.path for item in files}
-        paths = [p for p in _strings(task.get("config")) if p.startswith("/") and PurePosixPath(p).suffix
-                 and p not in downloaded and not any(part.startswith(".") for part in PurePosixPath(p).parts)]
+        paths = sorted(_absolute_paths(task.get("config")) - downloaded)
+        bases = _extraction_dirs(task.get("config"))
         for item in files:
             if item.where != "config" or kind_of(item.basename) not in ARCHIVES or not item.path.startswith("/"):
                 continue
-            base = str(PurePosixPath(item.path).parent) + "/"
             members = found.setdefault(item.url, [])
-            members += [p[len(base):] for p in paths if p.startswith(base) and p[len(base):] not in members]
+            for base in sorted({str(PurePosixPath(item.path).parent) + "/", *bases}):
+                for path in paths:
+                    relative = path[len(base):] if path.startswith(base) else ""
+                    if not relative or not re.fullmatch(r"[\w .()-]+(/[\w .()-]+)*", relative):
+                        continue
+                    if PurePosixPath(relative).suffix:
+                        member = relative
+                    elif "/" not in relative and base != HOME and base in bases:
+                        member = f"{relative}/README.txt"
+                    else:
+                        continue
+                    if member not in members:
+                        members.append(member)
     return {url: members for url, members in found.items() if members}
 
 

@@ -173,3 +173,14 @@ def test_archives_hold_the_files_a_task_opens_inside_them() -> None:
     assert members == {url: ["book/Spectral Graph Theory.pdf"]}
     archive = zipfile.ZipFile(io.BytesIO(standins.standin_bytes(url, "book.zip", members=members[url])))
     assert archive.read("book/Spectral Graph Theory.pdf").startswith(b"%PDF")
+
+
+def test_archives_extracted_elsewhere_hold_the_folder_the_setup_enters() -> None:
+    """multi_apps/2c9fc0de: `unzip binder.zip -d ~/projects/ && cd ~/projects/binder`."""
+    url = BASE + "binder.zip"
+    download = {"files": [{"url": url, "path": "/home/user/Downloads/binder.zip"}]}
+    command = "unzip -q /home/user/Downloads/binder.zip -d /home/user/projects/ && cd /home/user/projects/binder"
+    task = {"config": [{"type": "download", "parameters": download},
+                       {"type": "execute", "parameters": {"command": ["/bin/bash", "-c", command]}}],
+            "evaluator": {}}
+    assert standins.archive_members([task]) == {url: ["binder/README.txt"]}
