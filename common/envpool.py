@@ -14,7 +14,7 @@ clean=True)`, which adds it to `keys.ENV_CLEAN` in the same script; the next lea
 lease because its owner died) is reset by its next leaser first, as `POST /reset` is idempotent.
 Providers only fill the registry: `local` (the launcher's envs), `static` (URLs or a DNS name resolving
 to many addresses, re-resolved), `kubernetes` (pods); see `services/runner/envs/`. Each env records its
-flavor (`common.envflavor`), so the runner calls only the endpoints that flavor has. A `dedicated` env
+flavor (`common.envprotocol`), so the runner calls only the endpoints that flavor has. A `dedicated` env
 (a `kubernetes` per-rollout pod) is leased only by the rollout it was created for, never by `try_lease`.
 """
 
@@ -32,7 +32,7 @@ import redis
 
 from common import envpool_scripts as lua
 from common import keys
-from common.envflavor import EnvFlavor
+from common.envprotocol import EnvProtocol
 
 #: Leases rechecked (earliest deadlines first) by a lease that finds nothing free: an owner that died
 #: stops renewing, so its lease soon has the earliest deadline and its env is taken back here.
@@ -55,7 +55,7 @@ class EnvInfo:
     env_id: str
     url: str
     provider: str
-    flavor: str = EnvFlavor.DESKTOP_ENV.value
+    flavor: str = EnvProtocol.DESKTOP_ENV.value
     dedicated: bool = False
 
 
@@ -89,7 +89,8 @@ def _info(env_id: str, raw: Any) -> EnvInfo:
     """An `EnvInfo` from a registry record (JSON)."""
     data = json.loads(raw)
     return EnvInfo(env_id=env_id, url=data["url"], provider=data.get("provider", "static"),
-                   flavor=data.get("flavor", EnvFlavor.DESKTOP_ENV.value), dedicated=bool(data.get("dedicated", False)))
+                   flavor=data.get("flavor", EnvProtocol.DESKTOP_ENV.value),
+                   dedicated=bool(data.get("dedicated", False)))
 
 
 class EnvPool:
@@ -116,7 +117,7 @@ class EnvPool:
         return [keys.ENV_LEASE_PREFIX, keys.ENV_LEASE_SUFFIX, *extra]
 
     def register(self, url: str, provider: str, env_id: str | None = None,
-                 flavor: str = EnvFlavor.DESKTOP_ENV.value, dedicated: bool = False) -> EnvInfo:
+                 flavor: str = EnvProtocol.DESKTOP_ENV.value, dedicated: bool = False) -> EnvInfo:
         """Add (or update) an env in the registry and return it; it is free to lease at once unless
         leased, unhealthy or dedicated."""
         info = EnvInfo(env_id=env_id or env_id_for_url(url), url=url.rstrip("/"), provider=provider,

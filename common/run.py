@@ -12,6 +12,12 @@ from common.ids import RUN_ID_MAX, RUN_ID_PATTERN, check_run_id, check_task_id
 from common.task import OSWorldTask
 from common.versions import min_version_for
 
+#: Import paths of what the producer enqueues and the runner defines (RQ imports them by name in the
+#: worker): the job function and the failure callback set on every rollout job. The producer never imports
+#: the runner; tests/runner/test_rq_callbacks.py checks both paths resolve.
+ROLLOUT_JOB_FUNC = "services.runner.job.run_rollout"
+ON_FAILURE_CALLBACK = "services.runner.rq_callbacks.on_job_failure"
+
 
 class Priority(StrEnum):
     """RQ queue a run's rollouts go to."""

@@ -53,7 +53,7 @@ def test_an_attempt_counts_its_start_up_and_env_time_by_state() -> None:
 
 _HORSES_SCRIPT = """
 import os, sys
-from services.runner.multiproc import mark_worker, use_multiprocess_metrics
+from services.runner.prometheus_multiprocess import mark_worker, use_multiprocess_metrics
 directory = use_multiprocess_metrics()
 from services.runner.metrics import STEPS, StepParts, metrics_registry, observe_step
 mark_worker()

@@ -1,7 +1,7 @@
 """`python -m services.runner`: a runner process for rollouts, with `RUNNER_WORKERS` RQ workers (default 1; more
 share one import of the job code, see `services/runner/pool.py`). Scale by running more."""
 
-from services.runner.multiproc import use_multiprocess_metrics
+from services.runner.prometheus_multiprocess import use_multiprocess_metrics
 
 if __name__ == "__main__":
     use_multiprocess_metrics()  # before prometheus_client is imported (by the worker's modules)

@@ -1,5 +1,5 @@
 """The runner's Prometheus metrics, counted in work-horses and summed over them by the worker's
-metrics port (`RUNNER_METRICS_PORT`; multiprocess mode, see `multiproc.py`).
+metrics port (`RUNNER_METRICS_PORT`; multiprocess mode, see `prometheus_multiprocess.py`).
 
 - `cua_runner_steps_total`: steps taken;
 - `cua_runner_rollouts_total{status}`: rollout attempts by final status;
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, multiprocess
 
 from common.envtime import env_split
-from services.runner.multiproc import MULTIPROC_ENV
+from services.runner.prometheus_multiprocess import MULTIPROC_ENV
 
 _STEP_BUCKETS = (0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
                  30, 60)

@@ -10,7 +10,7 @@ per slot: the workers share the parent's memory copy-on-write and start in milli
   worker's group kills it and its RQ scheduler child, not its siblings) and gets SIGTERM if the parent
   dies (`common.processes.die_with_parent`).
 - The parent serves the metrics port for all of them (prometheus_client multiprocess mode sums every
-  process's files, see `services/runner/multiproc.py`), forks again a worker that dies (after
+  process's files, see `services/runner/prometheus_multiprocess.py`), forks again a worker that dies (after
   `restart_delay`: 1 s, doubling up to 60 s while the worker keeps dying within a minute), and on SIGTERM
   or SIGINT passes SIGTERM on (each worker's warm RQ shutdown) and exits once every worker has.
 - With `RUNNER_BURST`, a worker that drained the queues exits 0 and is not replaced; the parent exits when

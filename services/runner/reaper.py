@@ -13,7 +13,7 @@ last heartbeat) *and* a live worker runs its periodic maintenance (every 10 minu
   knows it too) gets its
   started-job entry expired and RQ's own registry cleanup run on it: RQ retries it (at the
   front, `Retry(enqueue_at_front=True)`) or fails it, and runs the `on_failure` callback that records
-  the lost attempt (`services/runner/lost.py`). Recovery: heartbeat TTL + grace + interval (about 30 s
+  the lost attempt (`services/runner/rq_callbacks.py`). Recovery: heartbeat TTL + grace + interval (about 30 s
   with the defaults), instead of 10 minutes.
 - Scheduled retries overdue by `OVERDUE_S` (RQ's scheduler died with its worker) are enqueued.
 - Each round frees the envs of env leases past their deadline whose owner died (`EnvPool.reclaim`);

@@ -10,7 +10,7 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
-from common.envflavor import parse_flavor
+from common.envprotocol import parse_flavor
 from common.eventshards import EventShardSettings
 from common.settings import ServiceSettings, comma_list
 from services.runner.settle import SettleConfig
@@ -23,7 +23,7 @@ class RunnerSettings(ServiceSettings, EventShardSettings):
     Durations: `*_s` seconds, `*_ms` milliseconds. `RUNNER_ENV_URLS` is a comma-separated list of
     OSWorld server base URLs registered by the `static` provider at worker start; a DNS name there
     is re-resolved every `env_resolve_interval_s` (0: once). `env_flavor` is the flavor of those
-    envs and of `kubernetes` pods (`common.envflavor`). The `k8s_*` settings drive the `kubernetes`
+    envs and of `kubernetes` pods (`common.envprotocol`). The `k8s_*` settings drive the `kubernetes`
     provider (`services/runner/envs/kubernetes`); `id` names this runner in Redis and pod labels
     (default `<hostname>-<pid>` of the worker, inherited by its work-horses).
     After each step's actions the runner waits for the screen to settle (`services/runner/settle.py`):

@@ -27,10 +27,10 @@ from common import keys
 from common.service import redis_client, setup_logging, start_metrics_port
 from common.settings import comma_list
 from services.runner.envs import make_provider
-from services.runner.lost import on_work_horse_killed
 from services.runner.metrics import metrics_registry
-from services.runner.multiproc import mark_worker
+from services.runner.prometheus_multiprocess import mark_worker
 from services.runner.reaper import Reaper
+from services.runner.rq_callbacks import on_work_horse_killed
 from services.runner.settings import RunnerSettings
 
 log = logging.getLogger(__name__)
@@ -109,7 +109,7 @@ def work(settings: RunnerSettings) -> bool:
     env provider, reaper and RQ worker of `settings.id`. `RUNNER_ID` is set to that id so its work-horses
     label pods with it. Returns and raises as `run_worker`."""
     os.environ["RUNNER_ID"] = settings.id
-    mark_worker()  # its work-horses share one set of metric files (services/runner/multiproc.py)
+    mark_worker()  # its work-horses share one set of metric files (services/runner/prometheus_multiprocess.py)
     rollout_job.use_settings(settings)  # work-horses inherit them instead of parsing the environment per job
     provider_client = redis_client(settings.redis_url)
     provider = make_provider(settings, provider_client)

@@ -15,16 +15,12 @@ from rq.job import Job
 
 from common import keys
 from common.osworld_features import unsupported_by_catalogue
-from common.run import RolloutJob, RunRequest, make_rollout_id, rq_job_id
+from common.run import ON_FAILURE_CALLBACK, ROLLOUT_JOB_FUNC, RolloutJob, RunRequest, make_rollout_id, rq_job_id
 from common.runstate import RolloutRecord, RunMeta, load_run_meta, record_rollout, save_run_meta
 from common.status import RolloutStatus
 from common.task import OSWorldTask
-from services.runner.lost import ON_FAILURE_CALLBACK
 from services.task_producer.batching import enqueue_unique_batch
 from services.task_producer.settings import ProducerSettings
-
-#: Import path of the RQ job function (the runner is imported only by workers).
-ROLLOUT_JOB_FUNC = "services.runner.job.run_rollout"
 
 
 @dataclass(frozen=True)

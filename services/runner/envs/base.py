@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import redis
 
 from common.env_client import DesktopEnvClient, EnvError
-from common.envflavor import spec
 from common.envpool import EnvInfo, EnvPool, Lease, NoEnvAvailable
+from common.envprotocol import spec
 from common.status import RolloutStatus
 
 log = logging.getLogger(__name__)

@@ -3,7 +3,7 @@
 `core_api()` loads `KUBECONFIG` (or `~/.kube/config`), or the in-cluster service account when the
 runner runs in a pod. Readiness is watched (`watch` on the one pod, from its resourceVersion), never
 slept for: `wait_ready` returns the env's URL once the pod is `Ready` and the env's own health
-endpoint (its flavor's, `common.envflavor`) answers, or raises `PodFailed` with the Kubernetes reason.
+endpoint (its flavor's, `common.envprotocol`) answers, or raises `PodFailed` with the Kubernetes reason.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import urllib3
 from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 
-from common.envflavor import probe_health
+from common.envprotocol import probe_health
 from services.runner.envs.kubernetes.podstate import PodState, classify, gone_reason
 
 log = logging.getLogger(__name__)

@@ -24,8 +24,8 @@ from typing import Any
 from kubernetes.client.rest import ApiException
 
 from common import keys
-from common.envflavor import probe_health
 from common.envpool import EnvInfo
+from common.envprotocol import probe_health
 from services.runner.envs.base import Upkeep
 from services.runner.envs.kubernetes import podspec
 from services.runner.envs.kubernetes.cluster import TRANSPORT_ERRORS, PodFailed, delete_pod

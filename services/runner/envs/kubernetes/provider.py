@@ -28,8 +28,8 @@ from kubernetes.client.rest import ApiException
 from kubernetes.config import ConfigException
 
 from common.env_client import DesktopEnvClient
-from common.envflavor import spec
 from common.envpool import EnvInfo, EnvPool, Lease, LeaseKeeper
+from common.envprotocol import spec
 from services.runner.envs.base import EnvRequest, EnvUnavailable, PooledProvider
 from services.runner.envs.kubernetes import podspec
 from services.runner.envs.kubernetes.caps import CreationCaps

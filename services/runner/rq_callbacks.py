@@ -25,10 +25,6 @@ from common.status import RolloutStatus
 
 log = logging.getLogger(__name__)
 
-#: Import path of the RQ failure callback set on rollout jobs (`rq.Callback(ON_FAILURE_CALLBACK)`).
-ON_FAILURE_CALLBACK = "services.runner.lost.on_job_failure"
-
-
 def record_lost_attempt(client: redis.Redis, job: Job, reason: str) -> RolloutStatus | None:
     """Record the rollout of `job` as `queued` (RQ will retry it: retries left) or `env_error` (no retry
     left: a dead runner is an infrastructure failure), unless its record already ended that attempt.

@@ -17,7 +17,7 @@ from enum import StrEnum
 import httpx
 
 
-class EnvFlavor(StrEnum):
+class EnvProtocol(StrEnum):
     """The kind of server behind an env's URL (stored with each env in the registry)."""
 
     DESKTOP_ENV = "desktop_env"
@@ -25,7 +25,7 @@ class EnvFlavor(StrEnum):
 
 
 @dataclass(frozen=True)
-class FlavorSpec:
+class ProtocolSpec:
     """What a flavor's server offers: `has_reset` (`POST /reset`), the health probe (method, path),
     and how a used env is made clean (`reset_strategy`: `endpoint` = `POST /reset`; `replace` = new
     env)."""
@@ -36,29 +36,29 @@ class FlavorSpec:
     reset_strategy: str
 
 
-FLAVORS: dict[EnvFlavor, FlavorSpec] = {
-    EnvFlavor.DESKTOP_ENV: FlavorSpec(has_reset=True, health_method="GET", health_path="/healthz",
+FLAVORS: dict[EnvProtocol, ProtocolSpec] = {
+    EnvProtocol.DESKTOP_ENV: ProtocolSpec(has_reset=True, health_method="GET", health_path="/healthz",
                                       reset_strategy="endpoint"),
-    EnvFlavor.OSWORLD_VM: FlavorSpec(has_reset=False, health_method="GET", health_path="/platform",
+    EnvProtocol.OSWORLD_VM: ProtocolSpec(has_reset=False, health_method="GET", health_path="/platform",
                                      reset_strategy="replace"),
 }
 
 
-def parse_flavor(value: str) -> EnvFlavor:
-    """`EnvFlavor` named `value`. Raises: ValueError naming the known flavors."""
+def parse_flavor(value: str) -> EnvProtocol:
+    """`EnvProtocol` named `value`. Raises: ValueError naming the known flavors."""
     try:
-        return EnvFlavor(value)
+        return EnvProtocol(value)
     except ValueError:
-        known = ", ".join(f.value for f in EnvFlavor)
+        known = ", ".join(f.value for f in EnvProtocol)
         raise ValueError(f"unknown env flavor {value!r}: expected one of {known}") from None
 
 
-def spec(flavor: str | EnvFlavor) -> FlavorSpec:
-    """The `FlavorSpec` of `flavor`. Raises: ValueError for an unknown flavor."""
+def spec(flavor: str | EnvProtocol) -> ProtocolSpec:
+    """The `ProtocolSpec` of `flavor`. Raises: ValueError for an unknown flavor."""
     return FLAVORS[parse_flavor(str(flavor))]
 
 
-def probe_health(url: str, flavor: str | EnvFlavor, timeout_s: float = 5.0) -> str | None:
+def probe_health(url: str, flavor: str | EnvProtocol, timeout_s: float = 5.0) -> str | None:
     """Probe the env at base `url` with its flavor's health endpoint; None when healthy (2xx),
     else a short reason ("HTTP 503", "ConnectError: ...")."""
     flavor_spec = spec(flavor)
