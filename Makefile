@@ -1,7 +1,7 @@
 # cua-rollout: `make demo` runs the whole pipeline locally; `make test` runs the test suite.
 PY := .venv/bin/python
 
-.PHONY: setup demo test lint typecheck up bench k8s-check chaos clean fuzz compose-test env
+.PHONY: setup demo test lint typecheck up bench k8s-check chaos clean fuzz compose-test env audit
 
 setup:
 	@bash scripts/setup.sh
@@ -41,6 +41,13 @@ compose-test: setup
 # .env with random secrets for `docker compose up` (standard library only: needs no setup).
 env:
 	python3 -m common.env_file .env
+
+# OSWorld audit (README "OSWorld"): every task of test_nogdrive.json that runs offline, set up and scored once
+# with a do-nothing agent on 4 desktops (stand-in files for OSWorld's downloads unless `cua-rollout cache fill`
+# fetched the real ones). Long (~30 min), so not part of `make test` (which audits one task per domain).
+OSWORLD_INDEX ?= ../shared/osworld/test_nogdrive.json
+audit: setup
+	timeout 7200 $(PY) -m services.cli audit $(OSWORLD_INDEX) --agent noop --envs 4
 
 # Chaos suite (README "Guarantees"): 500 rollouts under faults; bounded in time, exits 1 on any loss.
 chaos: setup

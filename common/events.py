@@ -143,6 +143,9 @@ class EpisodeEvent(RolloutRef):
     #: End of a scored episode: what its evaluation read, a `cua.evaluation.v1` document
     #: (services/runner/osworld/evidence.py) whose `files` maps name -> base64 bytes; for rescoring.
     evaluation: dict[str, Any] | None = None
+    #: End event: setup (`config`) and `postconfig` commands that exited non-zero, in order: `{"phase", "step"
+    #: (1-based), "command", "returncode", "error" (its last 500 characters)}`. OSWorld goes on after them.
+    setup_log: list[dict[str, Any]] = Field(default_factory=list)
 
     model_config = {"populate_by_name": True}
 

@@ -14,6 +14,10 @@ from typing import Any
 
 from common.url_cache import basename_of
 
+EMPTY_HISTORY_URL = ("https://huggingface.co/datasets/xlangai/ubuntu_osworld_file_cache/resolve/main/chrome/"
+                     "44ee5668-ecd5-4366-a6ce-c1c9b8d4e938/history_empty.sqlite?download=true")
+"""OSWorld's empty Chrome History database: every `update_browse_history` setup step reads it."""
+
 
 @dataclass(frozen=True)
 class TaskFile:
@@ -32,6 +36,8 @@ class TaskFile:
 
 def _download_files(steps: Any, where: str) -> Iterator[TaskFile]:
     for step in steps if isinstance(steps, list) else []:
+        if isinstance(step, dict) and step.get("type") == "update_browse_history":
+            yield TaskFile(EMPTY_HISTORY_URL, "history_empty.sqlite", where)
         if not isinstance(step, dict) or step.get("type") != "download":
             continue
         for item in (step.get("parameters") or {}).get("files") or []:
@@ -54,8 +60,9 @@ def _cloud_files(getters: Any, where: str) -> Iterator[TaskFile]:
 
 
 def task_files(task: dict[str, Any]) -> list[TaskFile]:
-    """Every file `task` (an OSWorld task JSON object) downloads, in order: setup `download` steps,
-    postconfig `download` steps, then `cloud_file` getters of the result and the expected state."""
+    """Every file `task` (an OSWorld task JSON object) downloads, in order: setup `download` steps (and
+    the empty History database of `update_browse_history` steps), postconfig `download` steps, then
+    `cloud_file` getters of the result and the expected state."""
     evaluator = task.get("evaluator") or {}
     return [
         *_download_files(task.get("config"), "config"),

@@ -234,10 +234,14 @@ def test_command_is_an_alias_of_execute_and_shell_strings_are_read_by_meaning(
     assert env.named("setup_execute") == [(("mkdir -p /tmp/x",), {"shell": shell})]
 
 
-def test_nonzero_exit_code_is_not_a_setup_error(tmp_path: Path) -> None:
-    env = FakeEnv(reply=lambda c, s: FakeResult(status="success", error="mkdir: exists", returncode=1))
-    run_setup(steps(("execute", {"command": "mkdir /home/test1", "shell": True})), env, make_ctx(tmp_path))
-    assert len(env.named("setup_execute")) == 1
+def test_nonzero_exit_code_is_not_a_setup_error_but_is_noted(tmp_path: Path) -> None:
+    env = FakeEnv(queue=[FakeResult(), FakeResult(status="success", error="mkdir: exists", returncode=1)])
+    ctx = make_ctx(tmp_path)
+    run_setup(steps(("execute", {"command": "true", "shell": True}),
+                    ("execute", {"command": "mkdir /home/test1", "shell": True})), env, ctx)
+    assert len(env.named("setup_execute")) == 2
+    assert ctx.log == [{"phase": "config", "step": 2, "command": "mkdir /home/test1", "returncode": 1,
+                        "error": "mkdir: exists"}]
 
 
 def test_until_returncode_reruns_until_met_and_sleeps_between(tmp_path: Path) -> None:

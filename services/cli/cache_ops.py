@@ -1,7 +1,8 @@
 """Filling the runners' URL cache (`common.url_cache`): from a fixtures directory, from the network
 once (for users with internet), or one file at a time (offline).
 
-Every file put in the cache by `fill` or `add` is recorded in `manifest.json` beside `index.json`:
+Every file put in the cache by `fill`, `add` or `standins` (services/cli/standins.py) is recorded in
+`manifest.json` beside `index.json`:
 URL -> `{"file", "sha256", "bytes", "source"}`, so a user can check what a run's tasks read.
 """
 
@@ -16,6 +17,7 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -23,6 +25,8 @@ from common import url_cache
 from common.task_urls import TaskFile
 
 MANIFEST_FILE = "manifest.json"
+#: `source` of a stand-in's manifest entry (`services.cli.standins`): `fill` replaces those.
+STANDIN_SOURCE = "stand-in"
 #: Downloads at once in `fill`: OSWorld's files come from one host (Hugging Face), so a few suffice.
 FILL_CONCURRENCY = 4
 
@@ -74,17 +78,20 @@ def add(cache_dir: Path, url: str, file: Path, source: str = "cache add") -> Pat
     if not file.is_file():
         raise ValueError(f"{file} is not a file")
     path = url_cache.store(cache_dir, url, file.read_bytes())
-    _record(cache_dir, {url: _entry(path, source)})
+    record(cache_dir, {url: manifest_entry(path, source)})
     return path
 
 
 def fill(cache_dir: Path, files: Iterable[TaskFile], timeout_s: float = 300.0,
          client: httpx.Client | None = None) -> FillResult:
     """Download every URL of `files` that the cache does not hold yet, once, into `cache_dir`
-    (at most `FILL_CONCURRENCY` at a time, each bounded by `timeout_s` seconds); a failure is
-    recorded per URL (HTTP status or transport error) and never stops the others."""
+    (at most `FILL_CONCURRENCY` at a time, each bounded by `timeout_s` seconds); a stand-in
+    (`cua-rollout cache standins`) counts as missing and is replaced. A failure is recorded per URL
+    (HTTP status or transport error) and never stops the others (a failed URL keeps its stand-in)."""
     wanted = {item.url: item for item in files}
-    present = [url for url, item in wanted.items() if _cached(cache_dir, item)]
+    manifest = read_manifest(cache_dir)
+    present = [url for url, item in wanted.items()
+               if is_cached(cache_dir, item) and manifest.get(url, {}).get("source") != STANDIN_SOURCE]
     missing = [url for url in wanted if url not in present]
     own_client = client is None
     http = client or httpx.Client(follow_redirects=True, timeout=httpx.Timeout(timeout_s, connect=30.0))
@@ -101,11 +108,12 @@ def fill(cache_dir: Path, files: Iterable[TaskFile], timeout_s: float = 300.0,
     finally:
         if own_client:
             http.close()
-    _record(cache_dir, {url: _entry(url_cache.lookup(cache_dir, url), url) for url in fetched})
+    record(cache_dir, {url: manifest_entry(cache_dir / url_cache.cache_key(url), url) for url in fetched})
     return FillResult(fetched=fetched, present=present, failed=failed)
 
 
-def _cached(cache_dir: Path, item: TaskFile) -> bool:
+def is_cached(cache_dir: Path, item: TaskFile) -> bool:
+    """True when the cache serves `item.url` (its index, its own file, or OSWorld's file name)."""
     try:
         url_cache.lookup(cache_dir, item.url, item.basename or None)
     except url_cache.CacheMiss:
@@ -133,7 +141,8 @@ def _download(http: httpx.Client, cache_dir: Path, url: str) -> str | None:
         Path(tmp_name).unlink(missing_ok=True)
 
 
-def _entry(path: Path, source: str) -> dict[str, object]:
+def manifest_entry(path: Path, source: str) -> dict[str, object]:
+    """The manifest entry of the cached file `path`: `{"file", "sha256", "bytes", "source"}`."""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for chunk in iter(lambda: handle.read(1 << 20), b""):
@@ -141,13 +150,19 @@ def _entry(path: Path, source: str) -> dict[str, object]:
     return {"file": path.name, "sha256": digest.hexdigest(), "bytes": path.stat().st_size, "source": source}
 
 
-def _record(cache_dir: Path, entries: dict[str, dict[str, object]]) -> None:
+def read_manifest(cache_dir: Path) -> dict[str, Any]:
+    """The cache's manifest: URL -> entry (see `manifest_entry`); empty when there is none."""
+    path = cache_dir / MANIFEST_FILE
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def record(cache_dir: Path, entries: dict[str, dict[str, object]]) -> None:
+    """Merge `entries` (URL -> `manifest_entry`) into the cache's manifest."""
     if not entries:
         return
-    path = cache_dir / MANIFEST_FILE
-    manifest = json.loads(path.read_text()) if path.is_file() else {}
+    manifest = read_manifest(cache_dir)
     manifest.update(entries)
-    _write_json(path, manifest)
+    _write_json(cache_dir / MANIFEST_FILE, manifest)
 
 
 def _write_json(path: Path, data: object) -> None:

@@ -1,7 +1,7 @@
 """`cua-rollout`: the Typer app with every command registered (the console script's entry point).
 
 Commands live in `services/cli/commands/` (stack: up, demo; runs: submit, watch, stats, runs,
-cancel; ops: envs, queues, trajectory; coverage; agents); the app and its exit-code contract in `app.py`.
+cancel; ops: envs, queues, trajectory; coverage; audit; cache; agents); the app and its exit-code contract in `app.py`.
 `load_expectations` and `mismatches` are re-exported for the tests that import them from here.
 """
 

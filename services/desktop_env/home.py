@@ -2,8 +2,11 @@
 
 Layout (like OSWorld's Ubuntu user): the XDG user folders (Desktop, Documents, Downloads, ...),
 `.bashrc` with an Ubuntu-like prompt, `.config/mimeapps.list` so `xdg-open` picks the text editor,
-file manager, LibreOffice, Chromium, VLC and GIMP, `.config/vlc/vlcrc` with VLC's HTTP interface on,
-a LibreOffice profile without first-run dialogs, VS Code's empty `.config/Code/User`, and
+file manager, LibreOffice, Chromium, VLC (audio) and GIMP, and Ubuntu's video player for videos (an entry
+named as GNOME Videos that runs VLC: VLC is not the default video player, as on OSWorld's VM),
+`.config/vlc/vlcrc` with VLC's HTTP interface on,
+a LibreOffice profile without first-run dialogs, Chrome's profile (`.config/google-chrome`, present at reset
+as on the VM), VS Code's empty `.config/Code/User`, and
 `.config/openbox/rc.xml` binding ctrl+alt+t to the terminal.
 """
 
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import json
 import logging
 import re
 import shutil
@@ -46,14 +50,60 @@ application/vnd.ms-powerpoint=libreoffice-impress.desktop
 text/html=chromium.desktop
 x-scheme-handler/http=chromium.desktop
 x-scheme-handler/https=chromium.desktop
-video/mp4=vlc.desktop
-video/x-matroska=vlc.desktop
-video/webm=vlc.desktop
 audio/mpeg=vlc.desktop
 audio/x-wav=vlc.desktop
 image/png=gimp.desktop
 image/jpeg=gimp.desktop
+{videos}"""
+
+# Video types Ubuntu 22.04 opens with its Videos app (Totem: the MimeType list of its desktop file, which covers
+# every `video/<type>` OSWorld's `default_video_player` getter asks xdg-mime about). As on the VM, VLC is not
+# the default video player until the user makes it one (multi_apps/937087b6 asks for that).
+VIDEO_TYPES = (
+    "3gp", "3gpp", "3gpp2", "avi", "divx", "dv", "fli", "flv", "mp2t", "mp4", "mp4v-es", "mpeg", "mpeg-system",
+    "msvideo", "ogg", "quicktime", "vivo", "vnd.divx", "vnd.mpegurl", "vnd.rn-realvideo", "vnd.vivo", "webm",
+    "x-anim", "x-avi", "x-flc", "x-fli", "x-flic", "x-flv", "x-m4v", "x-matroska", "x-mjpeg", "x-mpeg",
+    "x-mpeg-system", "x-mpeg2", "x-ms-asf", "x-ms-asf-plugin", "x-ms-asx", "x-ms-wm", "x-ms-wmv", "x-ms-wmx",
+    "x-ms-wvx", "x-msvideo", "x-nsv", "x-ogm", "x-ogm+ogg", "x-theora", "x-theora+ogg",
+)
+UBUNTU_VIDEO_PLAYER = "org.gnome.Totem.desktop"
+# The env has no Totem: its desktop entry (Ubuntu's name, "Videos") plays files with VLC, so opening a video
+# still works, while `xdg-mime query default video/mp4` answers as on Ubuntu.
+_VIDEO_PLAYER_ENTRY = """\
+[Desktop Entry]
+Type=Application
+Name=Videos
+Comment=Play movies (the env's stand-in for GNOME Videos: runs VLC)
+Exec=vlc %U
+Icon=org.gnome.Totem
+Terminal=false
+Categories=AudioVideo;Player;Video;
+MimeType={mime_types}
 """
+
+
+# Chrome's profile as on OSWorld's VM, where Chrome ran before: present at reset, so a task's setup that edits
+# it before starting Chrome (chrome/3299584d, 9656a811: `jq` on Default/Preferences) edits a real file; Chromium
+# fills in every key it does not find. `--user-data-dir` of the `google-chrome` shim (shims.py).
+CHROME_PREFERENCES = {
+    "browser": {"has_seen_welcome_page": True, "check_default_browser": False},
+    "profile": {"name": "Person 1", "exit_type": "Normal", "exited_cleanly": True},
+}
+CHROME_LOCAL_STATE: dict[str, dict[str, list[str]]] = {"browser": {"enabled_labs_experiments": []}}
+
+
+def write_chrome_profile(home: Path) -> None:
+    """Lay out `~/.config/google-chrome` with `Default/Preferences`, `Local State` and `First Run`."""
+    user_data = home / ".config" / "google-chrome"
+    (user_data / "Default").mkdir(parents=True, exist_ok=True)
+    (user_data / "Default" / "Preferences").write_text(json.dumps(CHROME_PREFERENCES))
+    (user_data / "Local State").write_text(json.dumps(CHROME_LOCAL_STATE))
+    (user_data / "First Run").write_text("")
+
+
+def mimeapps_list() -> str:
+    """Text of the home's `.config/mimeapps.list`: the env's apps per type, videos to Ubuntu's player."""
+    return _MIMEAPPS.format(videos="".join(f"video/{kind}={UBUNTU_VIDEO_PLAYER}\n" for kind in VIDEO_TYPES))
 
 # VLC's HTTP interface on (port 8080, password "password"), as on OSWorld's VMs: its VLC getters read
 # `http://<env host>:8080/requests/status.xml`.
@@ -108,7 +158,9 @@ _RC_XML = """\
 """
 
 # LibreOffice as on a desktop where it ran before: no "Tip of the Day" dialog stealing the keyboard
-# focus from the document, no first-run / "what's new" bar (the version is the installed one).
+# focus from the document, no first-run / "what's new" bar (the version is the installed one); and as on
+# OSWorld's VM, ctrl+s keeps a document's format (xlsx, docx, pptx, csv) without the "Keep current format"
+# dialog (WarnAlienFormat off): the tasks' postconfig `ctrl+s` saves.
 _LIBREOFFICE_PREFS = """\
 <?xml version="1.0" encoding="UTF-8"?>
 <oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema" \
@@ -116,6 +168,8 @@ xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
 <item oor:path="/org.openoffice.Office.Common/Misc"><prop oor:name="ShowTipOfTheDay" oor:op="fuse">\
 <value>false</value></prop></item>
 <item oor:path="/org.openoffice.Office.Common/Misc"><prop oor:name="FirstRun" oor:op="fuse">\
+<value>false</value></prop></item>
+<item oor:path="/org.openoffice.Office.Common/Save/Document"><prop oor:name="WarnAlienFormat" oor:op="fuse">\
 <value>false</value></prop></item>
 {version}</oor:items>
 """
@@ -221,12 +275,17 @@ def build(home: Path, terminal_command: str, password: str = "") -> None:
     config = home / ".config"
     (config / "openbox").mkdir(parents=True, exist_ok=True)
     (config / "openbox" / "rc.xml").write_text(openbox_config(terminal_command))
-    (config / "mimeapps.list").write_text(_MIMEAPPS)
+    (config / "mimeapps.list").write_text(mimeapps_list())
+    applications = home / ".local" / "share" / "applications"
+    applications.mkdir(parents=True, exist_ok=True)
+    (applications / UBUNTU_VIDEO_PLAYER).write_text(
+        _VIDEO_PLAYER_ENTRY.format(mime_types="".join(f"video/{kind};" for kind in VIDEO_TYPES)))
     (config / "vlc").mkdir(exist_ok=True)
     (config / "vlc" / "vlcrc").write_text(_VLCRC)
     # VS Code's user settings folder, present on OSWorld's VM: tasks write settings.json into it
     # before they start VS Code (vs_code/982d12a5)
     (config / "Code" / "User").mkdir(parents=True, exist_ok=True)
+    write_chrome_profile(home)
     libreoffice = config / "libreoffice" / "4" / "user"
     libreoffice.mkdir(parents=True, exist_ok=True)
     (libreoffice / "registrymodifications.xcu").write_text(libreoffice_prefs())

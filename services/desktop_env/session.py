@@ -21,7 +21,7 @@ from pathlib import Path
 
 from common.polling import DeadlineExceeded, wait_until
 from common.processes import stop_child
-from services.desktop_env import envvars, home, shims, x11
+from services.desktop_env import envvars, home, shims, ubuntu_defaults, x11
 from services.desktop_env.commands import CommandRunner
 from services.desktop_env.homemap import HomeMapper
 from services.desktop_env.processes import (
@@ -114,6 +114,7 @@ class DesktopSession:
             "XDG_RUNTIME_DIR": str(xdg_runtime),
             "PATH": f"{self.bin_dir}{os.pathsep}{env.get('PATH', os.defpath)}",
             MARKER_VAR: self.marker,
+            "GSETTINGS_SCHEMA_DIR": str(self.runtime_dir / "schemas"),  # ubuntu_defaults.install writes it
         })
         env.setdefault("LANG", "C.UTF-8")
         if shutil.which("dbus-daemon"):
@@ -144,6 +145,8 @@ class DesktopSession:
         self.xdg_runtime_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.terminals.log_dir.mkdir(parents=True, exist_ok=True)
         shims.install(self.bin_dir, self.terminals.log_path_pattern(), self.settings.client_password)
+        if ubuntu_defaults.install(self.runtime_dir) is None:  # Ubuntu's GSettings defaults (wallpaper...)
+            self.env.pop("GSETTINGS_SCHEMA_DIR", None)
         self._build_home()
         if self.settings.start_xvfb:
             self._start_xvfb()

@@ -232,16 +232,17 @@ class RolloutRunner:
         agent: Agent | None = None
         outcome = RolloutOutcome(status=RolloutStatus.ENV_INIT_FAILED)
         setup_ms = eval_ms = 0.0
+        setup_log: list[dict[str, Any]] = []  # setup/postconfig commands that exited non-zero
         model = self.model_client()
         try:
-            screen = self._setup(job, env, lease, totals)
+            screen = self._setup(job, env, lease, totals, setup_log)
             setup_ms = (time.perf_counter() - t0) * 1000.0
             agent = make_agent(job.agent, job.agent_options, job.task.instruction, screen,
                                self.settings.client_password)
             outcome = self.steps.run(Episode(job, ref, env, model, agent, keeper, totals))
             if outcome.status.has_reward:
                 t_eval = time.perf_counter()
-                outcome = self._evaluate(job, env, screen, outcome)
+                outcome = self._evaluate(job, env, screen, outcome, setup_log)
                 eval_ms = (time.perf_counter() - t_eval) * 1000.0
         except EpisodeStop as stop:
             outcome = RolloutOutcome(status=stop.status, error=stop.error, num_steps=totals.steps)
@@ -278,14 +279,17 @@ class RolloutRunner:
             spanned_reload=len(set(totals.versions)) > 1,
             final_messages=agent.final_messages() if agent else None,
             evaluation=outcome.evaluation,
+            setup_log=setup_log,
             **ref,
             **common_fields,
         )
         return outcome, end_event
 
-    def _setup(self, job: RolloutJob, env: DesktopEnvClient, lease: Lease, totals: StepTotals) -> tuple[int, int]:
+    def _setup(self, job: RolloutJob, env: DesktopEnvClient, lease: Lease, totals: StepTotals,
+               setup_log: list[dict[str, Any]]) -> tuple[int, int]:
         """Prepare the env through its provider (a reset when its flavor has `/reset`; its time in ms
-        goes to `totals.reset_ms`) and run the task's `config`; returns the screen size (pixels).
+        goes to `totals.reset_ms`) and run the task's `config` (non-zero exits noted in `setup_log`);
+        returns the screen size (pixels).
         Raises: EpisodeStop(env_init_failed) for env transport failures (infrastructure: retried),
         EpisodeStop(setup_error) for a failing setup step (the task's config: not retried)."""
         try:
@@ -295,7 +299,7 @@ class RolloutRunner:
             finally:
                 totals.reset_ms = (time.perf_counter() - t_reset) * 1000.0
             screen = env.screen_size()
-            run_setup(job.task.config, env, self._setup_context(screen))
+            run_setup(job.task.config, env, self._setup_context(screen, setup_log))
         except EnvError as exc:
             raise EpisodeStop(RolloutStatus.ENV_INIT_FAILED, f"env failed during setup: {exc}") from exc
         except SetupError as exc:
@@ -303,12 +307,12 @@ class RolloutRunner:
         return screen
 
     def _evaluate(self, job: RolloutJob, env: DesktopEnvClient, screen: tuple[int, int],
-                  outcome: RolloutOutcome) -> RolloutOutcome:
+                  outcome: RolloutOutcome, setup_log: list[dict[str, Any]]) -> RolloutOutcome:
         """The rewarded outcome with its reward. Raises: EpisodeStop(eval_error) when the evaluator
         cannot run (task config: not retried), EpisodeStop(env_error) when the env fails (retried)."""
         evidence = Evidence()
         try:
-            outcome.reward = float(evaluate(job.task.evaluator, env, self._eval_context(screen, evidence),
+            outcome.reward = float(evaluate(job.task.evaluator, env, self._eval_context(screen, evidence, setup_log),
                                             outcome.last_action))
         except (EvalError, SetupError) as exc:
             raise EpisodeStop(RolloutStatus.EVAL_ERROR, f"evaluation failed: {exc}") from exc
@@ -318,9 +322,11 @@ class RolloutRunner:
                               "files": {name: base64.b64encode(data).decode() for name, data in evidence.files.items()}}
         return outcome
 
-    def _setup_context(self, screen: tuple[int, int]) -> SetupContext:
+    def _setup_context(self, screen: tuple[int, int], log: list[dict[str, Any]] | None = None) -> SetupContext:
         return SetupContext(client_password=self.settings.client_password, screen=screen,
-                            cache_dir=self.settings.cache_dir)
+                            cache_dir=self.settings.cache_dir, log=[] if log is None else log)
 
-    def _eval_context(self, screen: tuple[int, int], evidence: Evidence | None = None) -> EvalContext:
-        return EvalContext(setup=self._setup_context(screen), cache_dir=self.settings.cache_dir, evidence=evidence)
+    def _eval_context(self, screen: tuple[int, int], evidence: Evidence | None = None,
+                      log: list[dict[str, Any]] | None = None) -> EvalContext:
+        return EvalContext(setup=self._setup_context(screen, log), cache_dir=self.settings.cache_dir,
+                           evidence=evidence)

@@ -146,6 +146,7 @@ class TrajectoryWriter:
             "spanned_reload": event.spanned_reload,
             "env": {"id": event.env_id, "image": event.env_image},
             "timings": event.timings,
+            "setup_log": event.setup_log,
             "finished_at": event.timestamp,
             "steps": steps,
         }

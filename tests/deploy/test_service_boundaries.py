@@ -10,7 +10,7 @@ SERVICES = Path(__file__).resolve().parents[2] / "services"
 #: (importing service, imported service): why it may.
 ALLOWED = {
     ("cli", "desktop_env"): "`up`/`demo` launch local desktops in the CLI's process",
-    ("cli", "runner"): "`coverage` and `rescore` use the runner's OSWorld layer",
+    ("cli", "runner"): "`coverage`, `audit` and `rescore` use the runner's OSWorld layer",
     ("runner", "desktop_env"): "the runner's `local` env provider launches desktops in its own process",
 }
 

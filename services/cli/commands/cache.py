@@ -1,10 +1,12 @@
-"""`cua-rollout cache seed|fill|add`: the runners' URL cache, where tasks' downloads come from.
+"""`cua-rollout cache seed|fill|add|standins`: the runners' URL cache, where tasks' downloads come from.
 
 Runners never fetch a task's files over the network (`common.url_cache`); the cache is filled before:
 - `seed DIR`: every file named by an `index.json` under DIR (the examples' `examples/fixtures`);
 - `fill INDEX`: every URL the tasks of INDEX download, fetched once (needs internet), sha256 and size
   recorded in the cache's `manifest.json`; one line per failed URL, exit 1 when any failed;
-- `add URL FILE`: one file as the content of URL (offline).
+- `add URL FILE`: one file as the content of URL (offline);
+- `standins INDEX`: a generated stand-in file for every URL of INDEX the cache lacks (offline, deterministic;
+  `fill` replaces them with the real files).
 The cache directory is `--cache-dir`, else `$RUNNER_CACHE_DIR` (compose's runners: the `url-cache`
 volume), else `.cua/stack/cache` (what `cua-rollout up` reads by default).
 """
@@ -74,3 +76,25 @@ def add_command(
     with usage_errors():
         path = cache_ops.add(cache_dir, url, file)
     console.print(f"{url} -> {path}")
+
+
+@cache_app.command("standins")
+def standins_command(
+    index: Annotated[Path, typer.Argument(help="task file, directory, or test_all.json-style index")],
+    cache_dir: CacheDirOption = DEFAULT_CACHE,
+    force: Annotated[bool, typer.Option("--force", help="overwrite URLs the cache already holds")] = False,
+) -> None:
+    """Put a generated stand-in file in the cache for every URL the tasks of INDEX download that it lacks
+    (offline; deterministic; recorded in manifest.json as "stand-in"; `cache fill` replaces them)."""
+    from services.cli import standins
+
+    with usage_errors():
+        loaded = load_task_set(index)
+        dumped = [task.model_dump() for task in loaded.tasks]
+        files = unique_urls(dumped)
+        try:
+            result = standins.load(cache_dir, files.values(), force=force, members=standins.archive_members(dumped))
+        except RuntimeError as exc:
+            raise ValueError(str(exc)) from exc
+    console.print(f"cache {cache_dir}: {len(result.generated)} stand-ins generated, {len(result.kept)} URLs "
+                  f"already present, of {len(files)} URLs")

@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from services.runner.osworld.evidence import Evidence, Replay
 from services.runner.osworld.placeholders import placeholder_values
@@ -26,7 +27,11 @@ class SetupContext:
       0.3 s between attempts and has no bound on an unmet condition);
     - `chromium_port`: port of Chrome DevTools on the env's host (OSWorld tasks forward 9222 -> 1337
       with socat);
-    - `vlc_port`: port of VLC's HTTP interface on the env's host (OSWorld: 8080, password "password").
+    - `vlc_port`: port of VLC's HTTP interface on the env's host (OSWorld: 8080, password "password");
+    - `log`: where setup commands that exited non-zero are noted (`{"phase", "step", "command",
+      "returncode", "error"}`; OSWorld ignores such exits and so does the setup, but the rollout's end event
+      carries them: a start state that differs from the task's intent is visible in the trajectory);
+    - `phase`: `config` or `postconfig`, the steps being run (for `log`).
     """
 
     client_password: str
@@ -38,6 +43,8 @@ class SetupContext:
     until_interval_s: float = 0.3
     chromium_port: int = 9222
     vlc_port: int = 8080
+    log: list[dict[str, Any]] = field(default_factory=list)
+    phase: str = "config"
 
     @property
     def placeholders(self) -> dict[str, str]:

@@ -99,7 +99,7 @@ def _check_lists(evaluator: EvaluatorConfig) -> None:
 
 def _evaluate(evaluator: EvaluatorConfig, env: EnvLike, ctx: EvalContext, last_action: str | None) -> float:
     if ctx.replay is None:  # a replay scores recorded states: the env is not touched
-        run_setup(evaluator.postconfig, env, replace(ctx.setup, work_dir=ctx.work_dir))
+        run_setup(evaluator.postconfig, env, replace(ctx.setup, work_dir=ctx.work_dir, phase="postconfig"))
     if evaluator.func == INFEASIBLE:
         return 1.0 if last_action == FAIL else 0.0
     if last_action == FAIL:

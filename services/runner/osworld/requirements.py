@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from services.runner.osworld.offline import EXPLANATIONS as OFFLINE_EXPLANATIONS
+
 INTERNET = "internet"
 GOOGLE_DRIVE = "google_drive"
 EASYOCR = "easyocr"
@@ -21,6 +23,7 @@ EXPLANATIONS: dict[str, str] = {
     EASYOCR: "OSWorld reads the text with easyocr, whose models are fetched from a hub at run time (never done "
              "here); this layer reads it with Tesseract (Debian tesseract-ocr), which may read a hard image "
              "differently",
+    **OFFLINE_EXPLANATIONS,
 }
 """Requirement name -> why a task with it cannot run on an offline machine."""
 

@@ -21,6 +21,7 @@ from common.osworld_features import (
 )
 from common.task import EvaluatorConfig, OSWorldTask, SetupStep
 from services.runner.osworld import getters, metrics, setup
+from services.runner.osworld.offline import task_needs
 from services.runner.osworld.requirements import resolve
 
 __all__ = ["INFEASIBLE", "evaluator_unsupported", "implemented_names", "step_requirements", "task_requirements",
@@ -59,7 +60,8 @@ def step_requirements(step: SetupStep) -> frozenset[str]:
 
 def task_requirements(task: OSWorldTask) -> dict[str, list[str]]:
     """Requirement name -> labels of the supported features of `task` that need it (empty dict: the
-    task runs offline). Unsupported features are not included (see `unsupported_features`)."""
+    task runs offline). Unsupported features are not included (see `unsupported_features`). Task-level
+    requirements (`offline.task_needs`: solved online, app missing) come last, with their reasons."""
     found: dict[str, list[str]] = {}
     implemented = implemented_names()
     for kind, name, config in task_pieces(task):
@@ -69,4 +71,7 @@ def task_requirements(task: OSWorldTask) -> dict[str, list[str]]:
             feature = label(kind, name)
             if feature not in found.setdefault(requirement, []):
                 found[requirement].append(feature)
+    for requirement, reasons in task_needs(task.id, task.effective_domain, task.instruction,
+                                           task.model_dump_json()).items():
+        found.setdefault(requirement, []).extend(reasons)
     return found

@@ -37,7 +37,10 @@ def run_setup(steps: list[SetupStep], env: EnvLike, ctx: SetupContext) -> None:
                 f"supported: {', '.join(sorted(SETUP_HANDLERS))}"
             )
         try:
+            noted = len(ctx.log)
             handler(step.parameters, env, ctx)
+            for entry in ctx.log[noted:]:
+                entry.setdefault("step", index)
         except SetupError as exc:
             raise SetupError(f"setup step {index} ({step.type}): {exc}") from exc
         except Exception as exc:

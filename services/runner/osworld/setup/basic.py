@@ -22,6 +22,7 @@ from typing import Any
 from common import url_cache
 from services.runner.osworld.context import SetupContext
 from services.runner.osworld.errors import SetupError
+from services.runner.osworld.offline import command_needs
 from services.runner.osworld.params import as_bool, require, require_command, require_records, require_str
 from services.runner.osworld.placeholders import substitute
 from services.runner.osworld.protocol import EnvLike, ExecResultLike
@@ -51,10 +52,19 @@ def _execute(params: dict[str, Any], env: EnvLike, ctx: SetupContext) -> None:
         result = env.setup_execute(command, shell=shell)
         _capture(result, params, ctx)
         if not until or _until_met(until, result):
+            _note_failure(result, command, ctx)
             return
         if attempt < attempts:
             ctx.sleep(ctx.until_interval_s)
     raise SetupError(f"execute: 'until' condition {until!r} not met after {attempts} attempts of {command!r}")
+
+
+def _note_failure(result: ExecResultLike, command: Any, ctx: SetupContext) -> None:
+    """Note a non-zero exit in `ctx.log` (OSWorld goes on after one, and so does this setup)."""
+    if result.returncode in (0, None):
+        return
+    ctx.log.append({"phase": ctx.phase, "command": command if isinstance(command, str) else list(command),
+                    "returncode": result.returncode, "error": (result.error or result.output or "")[-500:]})
 
 
 def _until_met(until: dict[str, Any], result: ExecResultLike) -> bool:
@@ -157,4 +167,5 @@ SETUP_HANDLERS: dict[str, StepHandler] = {
     "download": _download,
     "upload_file": _upload_file,
 }
-NEEDS: dict[str, Needs] = {}
+#: A command that installs packages or fetches the web needs the network (`offline.command_needs`).
+NEEDS: dict[str, Needs] = {"execute": command_needs, "command": command_needs}

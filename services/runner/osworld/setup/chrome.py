@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from common import url_cache
+from common.task_urls import EMPTY_HISTORY_URL
 from services.runner.osworld import cdp
 from services.runner.osworld.chrome_profile import HISTORY
 from services.runner.osworld.context import SetupContext
@@ -41,9 +42,6 @@ OPEN_TAB_TIMEOUT_MS = 60_000
 CLOSE_TABS_SETTLE_S = 5.0
 """`chrome_close_tabs`: OSWorld first waits this long for Chrome to finish launching."""
 
-EMPTY_HISTORY_URL = ("https://huggingface.co/datasets/xlangai/ubuntu_osworld_file_cache/resolve/main/chrome/"
-                     "44ee5668-ecd5-4366-a6ce-c1c9b8d4e938/history_empty.sqlite?download=true")
-"""OSWorld's empty Chrome History database; `update_browse_history` looks it up in the URL cache."""
 
 CHROME_EPOCH = datetime(1601, 1, 1, tzinfo=UTC)
 """Chrome's timestamps count microseconds since 1601-01-01 UTC."""

@@ -1,0 +1,216 @@
+"""`cua-rollout audit`: every task of an OSWorld index run once through the real stack with a built-in agent
+that does nothing (`noop`: `finished()` at step 0) or gives up (`fail`: `call_user()`, OSWorld's FAIL, at
+step 0), to show that each task is set up and scored, and that doing nothing earns no reward.
+
+The tasks audited are those `cua-rollout coverage` counts runnable offline (M); the others are listed with
+their reasons. The URL cache gets a stand-in file (`standins`) for every URL it lacks. A rollout is *set
+up* when its setup finished (it reached the step loop: any status but `setup_error`, an infrastructure
+failure, `unsupported`...), *scored* when it carries a reward. The agent is the scripted policy (the vLLM
+stand-in) answering every request with the agent's one reply; the run goes through producer, runner,
+gateway and envs as any run does.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from common.status import RolloutStatus
+from common.task import OSWorldTask, load_task_set
+from common.task_urls import task_files, unique_urls
+
+#: The built-in agents: name -> the UI-TARS reply the scripted policy gives at step 0.
+AGENT_REPLIES = {
+    "noop": "Thought: audit: I do nothing.\nAction: finished(content='')",
+    "fail": "Thought: audit: I give up.\nAction: call_user()",
+}
+#: Statuses of a rollout whose setup did not finish.
+NOT_SET_UP = frozenset({RolloutStatus.SETUP_ERROR, RolloutStatus.ENV_INIT_FAILED, RolloutStatus.ENV_ERROR,
+                        RolloutStatus.MODEL_ERROR, RolloutStatus.UNSUPPORTED, RolloutStatus.QUARANTINED,
+                        RolloutStatus.CANCELLED, RolloutStatus.QUEUED, RolloutStatus.RUNNING})
+
+#: Tasks where a do-nothing agent scores > 0 through a checker of OSWorld's own (same result with
+#: OSWorld's evaluator on the same files): task id -> the explanation and the upstream issue or PR.
+KNOWN_NOOP_NONZERO: dict[str, str] = {}
+#: Tasks where a do-nothing agent scores > 0 only on stand-in files (with OSWorld's real files, from
+#: `cua-rollout cache fill`, it scores 0): task id -> why. Counted as explained only while the cache holds
+#: stand-ins for the task.
+STANDIN_NOOP_NONZERO: dict[str, str] = {
+    "dfac9ee8-9bc4-4cdc-b465-4a4bfcd2f397": "the checker passes when firefox_decrypt finds no saved password of "
+    "the account to remove in the Thunderbird profile; the stand-in profile has no saved login at all (the real "
+    "one has it, so doing nothing scores 0)",
+}
+
+
+@dataclass
+class TaskOutcome:
+    """One audited task: its rollout's `status`, `reward` and `error`, and the two verdicts."""
+
+    task_id: str
+    domain: str
+    status: str
+    reward: float | None
+    error: str | None
+    set_up: bool
+    scored: bool
+
+    @property
+    def nonzero(self) -> bool:
+        """True when the agent earned a reward > 0."""
+        return self.reward is not None and self.reward > 0
+
+
+@dataclass
+class AuditReport:
+    """The audit of an index: `outcomes` of the audited tasks, `skipped` (task id -> why not runnable
+    offline, with its domain), the `agent` used, and the wall time in seconds."""
+
+    agent: str
+    outcomes: list[TaskOutcome]
+    skipped: dict[str, dict[str, str]] = field(default_factory=dict)
+    seconds: float = 0.0
+    standin_tasks: frozenset[str] = frozenset()
+
+    def explanation(self, outcome: TaskOutcome) -> str | None:
+        """Why the noop agent's reward > 0 on `outcome` is not a start-state bug of this env (None: unexplained)."""
+        if self.agent != "noop" or not outcome.nonzero:
+            return None
+        if outcome.task_id in KNOWN_NOOP_NONZERO:
+            return f"OSWorld checker bug: {KNOWN_NOOP_NONZERO[outcome.task_id]}"
+        if outcome.task_id in STANDIN_NOOP_NONZERO and outcome.task_id in self.standin_tasks:
+            return f"stand-in files: {STANDIN_NOOP_NONZERO[outcome.task_id]}"
+        return None
+
+    @property
+    def total(self) -> int:
+        """M: the tasks audited (runnable offline)."""
+        return len(self.outcomes)
+
+    def count(self, what: str) -> int:
+        """Audited tasks that are `set_up`, `scored` or `nonzero`."""
+        return sum(1 for o in self.outcomes if getattr(o, what))
+
+    def summary_line(self) -> str:
+        """`audit: set up N/M, scored N/M, noop nonzero K` (`fail nonzero` with the fail agent)."""
+        m = self.total
+        return (f"audit: set up {self.count('set_up')}/{m}, scored {self.count('scored')}/{m}, "
+                f"{self.agent} nonzero {self.count('nonzero')}")
+
+    def per_domain(self) -> dict[str, dict[str, int]]:
+        """Domain -> counts `tasks`, `set_up`, `scored`, `nonzero`, `skipped` (not runnable offline)."""
+        rows: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(
+            ("tasks", "set_up", "scored", "nonzero", "skipped"), 0))
+        for o in self.outcomes:
+            row = rows[o.domain]
+            row["tasks"] += 1
+            row["set_up"] += o.set_up
+            row["scored"] += o.scored
+            row["nonzero"] += o.nonzero
+        for item in self.skipped.values():
+            rows[item["domain"]]["skipped"] += 1
+        return dict(sorted(rows.items()))
+
+    def problems(self) -> list[TaskOutcome]:
+        """Audited tasks not set up, not scored, or with a reward > 0 (the task list of the report)."""
+        return [o for o in self.outcomes if not o.set_up or not o.scored or o.nonzero]
+
+    def passed(self) -> bool:
+        """True when every audited task was set up and scored, and (noop agent) every reward > 0 is explained
+        (`explanation`). The fail agent's rewards are expected: OSWorld's infeasible tasks pay for FAIL."""
+        unexplained = [o for o in self.outcomes if o.nonzero and self.explanation(o) is None]
+        return self.count("set_up") == self.total and self.count("scored") == self.total and \
+            (self.agent != "noop" or not unexplained)
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as JSON-able data: summary, per domain, outcomes, skipped tasks."""
+        return {"agent": self.agent, "summary": self.summary_line(), "seconds": round(self.seconds, 1),
+                "total": self.total, "set_up": self.count("set_up"), "scored": self.count("scored"),
+                "nonzero": self.count("nonzero"), "domains": self.per_domain(),
+                "outcomes": [asdict(o) for o in self.outcomes], "skipped": self.skipped,
+                "explained": {o.task_id: self.explanation(o) for o in self.outcomes if self.explanation(o)}}
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The tasks of an index split into `audited` (runnable offline) and `skipped` (task id -> domain and
+    reason), plus `invalid` task files (path -> reason)."""
+
+    audited: list[OSWorldTask]
+    skipped: dict[str, dict[str, str]]
+    invalid: dict[str, str]
+
+
+def select_tasks(index: Path, per_domain: int | None = None, only: list[str] | None = None) -> Selection:
+    """The tasks of `index` that `cua-rollout coverage` counts runnable offline (the first `per_domain` of
+    each domain in index order when given; only the ids or id prefixes in `only` when given); the others
+    with the requirement or missing piece that keeps them from running offline.
+
+    Raises: ValueError when `index` cannot be loaded."""
+    from services.runner.osworld.requirements import EXPLANATIONS
+    from services.runner.osworld.support import task_requirements, unsupported_features
+
+    loaded = load_task_set(index)
+    audited: list[OSWorldTask] = []
+    skipped: dict[str, dict[str, str]] = {}
+    taken: dict[str, int] = defaultdict(int)
+    for task in loaded.tasks:
+        if only and not any(task.id.startswith(prefix) for prefix in only):
+            continue
+        domain = task.effective_domain
+        unsupported = unsupported_features(task)
+        requirements = {} if unsupported else task_requirements(task)
+        if unsupported or requirements:
+            reason = f"unsupported: {', '.join(unsupported)}" if unsupported else "; ".join(
+                f"needs {name} ({', '.join(labels)}): {EXPLANATIONS.get(name, '')}"
+                for name, labels in requirements.items())
+            skipped[task.id] = {"domain": domain, "reason": reason}
+            continue
+        if per_domain is not None and taken[domain] >= per_domain:
+            continue
+        taken[domain] += 1
+        audited.append(task)
+    return Selection(audited, skipped, {item.path: item.reason for item in loaded.invalid})
+
+
+def write_agent_script(directory: Path, agent: str) -> Path:
+    """The scripted policy's script for `agent` in `directory`: an empty instruction (it matches every
+    request) and the agent's single reply. Raises: ValueError for an unknown agent."""
+    if agent not in AGENT_REPLIES:
+        raise ValueError(f"--agent {agent!r}: known agents are {', '.join(AGENT_REPLIES)}")
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"audit-{agent}.json"
+    path.write_text(json.dumps({"instruction": "", "replies": [AGENT_REPLIES[agent]]}))
+    return path
+
+
+def prepare_cache(cache_dir: Path, tasks: list[OSWorldTask]) -> tuple[int, frozenset[str]]:
+    """Stand-ins in `cache_dir` for every URL of `tasks` it lacks; returns how many were made, and the ids
+    of the tasks that read at least one stand-in (per the cache's manifest)."""
+    from services.cli import cache_ops, standins
+
+    dumped = [task.model_dump() for task in tasks]
+    files = unique_urls(dumped)
+    made = len(standins.load(cache_dir, files.values(), members=standins.archive_members(dumped)).generated)
+    manifest = cache_ops.read_manifest(cache_dir)
+    standin_urls = {url for url, entry in manifest.items() if entry.get("source") == cache_ops.STANDIN_SOURCE}
+    reading = frozenset(task.id for task in tasks
+                        if any(item.url in standin_urls for item in task_files(task.model_dump())))
+    return made, reading
+
+
+def outcomes_of(run: dict[str, Any], tasks: list[OSWorldTask]) -> list[TaskOutcome]:
+    """One `TaskOutcome` per task, from the finished run (`GET /v1/runs/{id}`), in the tasks' order."""
+    by_task = {r["task_id"]: r for r in run.get("rollouts", [])}
+    outcomes = []
+    for task in tasks:
+        rollout = by_task.get(task.id, {"status": "queued", "reward": None, "error": "no rollout in the run"})
+        status = RolloutStatus(rollout["status"])
+        reward = rollout.get("reward")
+        outcomes.append(TaskOutcome(
+            task_id=task.id, domain=task.effective_domain, status=status.value,
+            reward=None if reward is None else float(reward), error=rollout.get("error"),
+            set_up=status not in NOT_SET_UP, scored=reward is not None))
+    return outcomes

@@ -1,0 +1,123 @@
+"""`cua-rollout audit INDEX`: every task runnable offline set up and scored once with a do-nothing or fail agent."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from services.cli.api_client import ProducerClient
+from services.cli.app import EXIT_FAILURES, JsonOption, app, console, err_console, usage_errors
+from services.cli.audit import (
+    AGENT_REPLIES,
+    AuditReport,
+    outcomes_of,
+    prepare_cache,
+    select_tasks,
+    write_agent_script,
+)
+from services.cli.output import watch_run
+
+#: Steps of an audit rollout: the agent ends at step 0, so one step is enough; a few more are harmless.
+AUDIT_MAX_STEPS = 3
+
+
+def audit_table(report: AuditReport) -> Table:
+    """Per domain: tasks audited, set up, scored, reward > 0, not runnable offline; a total row."""
+    table = Table(title=f"audit with the {report.agent} agent (tasks runnable offline)")
+    for column in ("domain", "tasks", "set up", "scored", f"{report.agent} reward > 0", "not offline"):
+        table.add_column(column, justify="left" if column == "domain" else "right", no_wrap=True)
+    rows = report.per_domain()
+    for domain, row in rows.items():
+        table.add_row(domain, *(str(row[k]) for k in ("tasks", "set_up", "scored", "nonzero", "skipped")))
+    table.add_row("[b]total[/b]", *(str(sum(r[k] for r in rows.values()))
+                                    for k in ("tasks", "set_up", "scored", "nonzero", "skipped")))
+    return table
+
+
+def audit_markdown(report: AuditReport) -> str:
+    """The per-domain table as Markdown (the README's audit table)."""
+    lines = [f"| domain | tasks | set up | scored | {report.agent} reward > 0 | not offline |",
+             "|---|---:|---:|---:|---:|---:|"]
+    rows = report.per_domain()
+    keys = ("tasks", "set_up", "scored", "nonzero", "skipped")
+    for domain, row in rows.items():
+        lines.append(f"| {domain} | " + " | ".join(str(row[k]) for k in keys) + " |")
+    lines.append("| **total** | " + " | ".join(str(sum(r[k] for r in rows.values())) for k in keys) + " |")
+    return "\n".join(lines)
+
+
+@app.command(name="audit")
+def audit_command(
+    index: Annotated[Path, typer.Argument(help="task file, directory, or test_all.json-style index")],
+    agent: Annotated[str, typer.Option(help=f"built-in agent: {' or '.join(AGENT_REPLIES)} (at step 0)")] = "noop",
+    as_json: JsonOption = False,
+    markdown: Annotated[bool, typer.Option("--markdown", help="also print the per-domain table as Markdown")] = False,
+    envs: Annotated[int, typer.Option(min=1, help="local desktop envs (and runner workers)")] = 2,
+    per_domain: Annotated[int | None, typer.Option(min=1, help="only the first N offline tasks of each domain")] = None,
+    task: Annotated[list[str] | None, typer.Option("--task", help="only this task id or id prefix (repeatable)")]
+    = None,
+    work_dir: Annotated[Path, typer.Option(help="logs, envs and trajectories")] = Path(".cua/audit"),
+    cache_dir: Annotated[Path, typer.Option(
+        "--cache-dir", envvar="RUNNER_CACHE_DIR", show_envvar=True,
+        help="the URL cache (stand-ins are added for URLs it lacks)")] = Path(".cua/stack/cache"),
+    timeout: Annotated[float, typer.Option(min=1, help="seconds before giving up on the run")] = 14400,
+) -> None:
+    """Run every task of INDEX that `coverage` counts runnable offline once through the whole stack with a
+    built-in agent (noop: finished() at step 0; fail: call_user(), OSWorld's FAIL, at step 0).
+
+    Prints per domain: set up / scored / reward > 0; each task not set up, not scored or with a reward,
+    with its reason; the tasks not runnable offline with theirs. Last line:
+    `audit: set up N/M, scored N/M, noop nonzero K`. Exits 1 unless every task was set up and scored and
+    (noop) no reward > 0 is unexplained."""
+    from services.cli.stack import LocalStack, StackConfig
+
+    with usage_errors():
+        if agent not in AGENT_REPLIES:
+            raise ValueError(f"--agent {agent!r}: known agents are {', '.join(AGENT_REPLIES)}")
+        selection = select_tasks(index, per_domain=per_domain, only=task)
+        if not selection.audited:
+            raise ValueError(f"{index}: no task runnable offline to audit")
+        made, standin_tasks = prepare_cache(cache_dir, selection.audited)
+    out = err_console if as_json else console
+    out.print(f"auditing {len(selection.audited)} tasks with the {agent} agent on {envs} envs "
+              f"({len(selection.skipped)} not runnable offline; {made} stand-in files added to {cache_dir})")
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="cua-audit-scripts-") as scripts:
+        write_agent_script(Path(scripts), agent)
+        config = StackConfig(work_dir=work_dir, scripts_dir=Path(scripts), envs=envs, runners=envs, replicas=1,
+                             cache_dir=cache_dir, fixtures_dir=None)
+        with usage_errors(), LocalStack(config) as stack, ProducerClient(stack.producer_url) as client:
+            submitted = client.submit(selection.audited, rollouts_per_task=1, max_steps=AUDIT_MAX_STEPS)
+            run = watch_run(client, submitted["run_id"], timeout, out)
+    report = AuditReport(agent=agent, outcomes=outcomes_of(run, selection.audited), skipped=selection.skipped,
+                         seconds=time.monotonic() - started, standin_tasks=standin_tasks)
+    if as_json:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        print_report(report, markdown)
+    print(report.summary_line())
+    if not report.passed():
+        raise typer.Exit(EXIT_FAILURES)
+
+
+def print_report(report: AuditReport, markdown: bool) -> None:
+    """The per-domain table, the tasks with a problem or a reward (with reasons), the tasks not audited."""
+    console.print(audit_table(report))
+    if markdown:
+        print(audit_markdown(report))
+    for o in report.problems():
+        what = "not set up" if not o.set_up else "not scored" if not o.scored else f"reward {o.reward:g}"
+        explained = report.explanation(o)
+        reason = f"explained: {explained}" if explained else (o.error or o.status)
+        console.print(f"{o.domain}/{o.task_id}: {what} ({o.status}): {reason}", soft_wrap=True, markup=False,
+                      highlight=False)
+    for task_id, item in report.skipped.items():
+        console.print(f"not offline {item['domain']}/{task_id}: {item['reason']}", soft_wrap=True, markup=False,
+                      highlight=False)
+    console.print(f"audit took {report.seconds / 60:.1f} min")

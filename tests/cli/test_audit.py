@@ -1,0 +1,62 @@
+"""`cua-rollout audit` (services/cli/audit.py, commands/audit.py): OSWorld tasks run once through the real
+stack (Redis, producer, gateway, scripted policy, runner, Xvfb desktops, sink) with the do-nothing agent;
+every task set up and scored, and doing nothing earns nothing (issue 25)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from services.cli import audit
+
+ROOT = Path(__file__).resolve().parents[2]
+NOGDRIVE = ROOT.parent / "shared" / "osworld" / "test_nogdrive.json"
+needs_index = pytest.mark.skipif(not NOGDRIVE.is_file(), reason="OSWorld's index is not in ../shared/osworld")
+
+
+@needs_index
+def test_selection_takes_offline_tasks_and_gives_the_others_reasons() -> None:
+    selection = audit.select_tasks(NOGDRIVE, per_domain=1)
+    domains = [task.effective_domain for task in selection.audited]
+    assert len(domains) == len(set(domains)) == 10
+    assert "needs online_setup" in selection.skipped["3299584d-8f11-4457-bf4c-ce98f7600250"]["reason"]
+    assert "needs online_task" in selection.skipped["bba3381f-b5eb-4439-bd9e-80c22218d5a7"]["reason"]
+    only = audit.select_tasks(NOGDRIVE, only=["937087b6"])
+    assert [t.id for t in only.audited] == ["937087b6-f668-4ba6-9110-60682ee33441"]
+
+
+def _outcome(task_id: str, status: str, reward: float | None) -> audit.TaskOutcome:
+    return audit.TaskOutcome(task_id, "os", status, reward, None, status != "setup_error", reward is not None)
+
+
+def test_report_counts_and_explanations() -> None:
+    standin_task = next(iter(audit.STANDIN_NOOP_NONZERO))
+    outcomes = [_outcome("a", "completed", 0.0), _outcome(standin_task, "completed", 1.0)]
+    report = audit.AuditReport("noop", outcomes, standin_tasks=frozenset({standin_task}))
+    assert report.summary_line() == "audit: set up 2/2, scored 2/2, noop nonzero 1" and report.passed()
+    assert not audit.AuditReport("noop", outcomes).passed()  # real files in the cache: unexplained
+    broken = audit.AuditReport("noop", [_outcome("a", "setup_error", None)])
+    assert broken.summary_line() == "audit: set up 0/1, scored 0/1, noop nonzero 0" and not broken.passed()
+    assert audit.AuditReport("fail", [_outcome("b", "agent_fail", 1.0)]).passed()  # infeasible task paid for FAIL
+
+
+@pytest.mark.e2e
+@pytest.mark.timeout(1200)
+@needs_index
+def test_audit_one_task_per_domain_sets_up_and_scores_each_with_reward_zero(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "services.cli", "audit", str(NOGDRIVE), "--per-domain", "1", "--envs", "2",
+         "--json", "--work-dir", str(tmp_path / "audit"), "--cache-dir", str(tmp_path / "cache")],
+        capture_output=True, text=True, cwd=ROOT, timeout=1100)
+    lines = result.stdout.strip().splitlines()
+    assert lines[-1] == "audit: set up 10/10, scored 10/10, noop nonzero 1", result.stdout[-3000:] + result.stderr
+    report = json.loads("\n".join(lines[:-1]))
+    for outcome in report["outcomes"]:
+        assert outcome["set_up"] and outcome["scored"] and outcome["status"] == "completed", outcome
+        assert outcome["reward"] == 0.0 or outcome["task_id"] in report["explained"], outcome
+    assert list(report["explained"]) == ["dfac9ee8-9bc4-4cdc-b465-4a4bfcd2f397"]  # stand-in profile (see audit.py)
+    assert result.returncode == 0
