@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
+from services.cli.standin_formats import HISTORY_SCHEMA  # the tables OSWorld's Chrome getters read
 from services.runner.osworld import EvalContext, SetupContext
 from tests.test_osworld_setup import FakeEnv, Sleeps
 
@@ -55,20 +56,6 @@ def bookmarks_file(roots: dict[str, Any]) -> bytes:
     return json.dumps({"checksum": "0" * 32, "roots": roots, "version": 1}).encode()
 
 
-HISTORY_SCHEMA = """
-CREATE TABLE meta(key LONGVARCHAR NOT NULL UNIQUE PRIMARY KEY, value LONGVARCHAR);
-CREATE TABLE urls(id INTEGER PRIMARY KEY AUTOINCREMENT, url LONGVARCHAR, title LONGVARCHAR,
-  visit_count INTEGER DEFAULT 0 NOT NULL, typed_count INTEGER DEFAULT 0 NOT NULL,
-  last_visit_time INTEGER NOT NULL, hidden INTEGER DEFAULT 0 NOT NULL);
-CREATE TABLE visits(id INTEGER PRIMARY KEY AUTOINCREMENT, url INTEGER NOT NULL, visit_time INTEGER NOT NULL,
-  from_visit INTEGER, external_referrer_url TEXT, transition INTEGER DEFAULT 0 NOT NULL, segment_id INTEGER,
-  visit_duration INTEGER DEFAULT 0 NOT NULL, incremented_omnibox_typed_score BOOLEAN DEFAULT FALSE NOT NULL,
-  opener_visit INTEGER, originator_cache_guid TEXT, originator_visit_id INTEGER, originator_from_visit INTEGER,
-  originator_opener_visit INTEGER, is_known_to_sync BOOLEAN DEFAULT FALSE NOT NULL,
-  consider_for_ntp_most_visited BOOLEAN DEFAULT FALSE NOT NULL, visited_link_id INTEGER DEFAULT 0 NOT NULL,
-  app_id TEXT);
-INSERT INTO meta VALUES ('version', '69'), ('last_compatible_version', '16');
-"""
 """The tables of Chrome's History database that OSWorld reads and writes (Chrome 12x schema)."""
 
 COOKIES_SCHEMA = """
