@@ -194,7 +194,7 @@ def test_version_and_help_list_every_command(capsys: pytest.CaptureFixture[str])
                              timeout=120, cwd=ROOT)
     assert version.returncode == 0 and version.stdout.startswith("cua-rollout "), version.stderr
     commands = {"up", "demo", "submit", "watch", "stats", "runs", "cancel", "envs", "queues", "trajectory",
-                "coverage", "export", "diff", "rescore", "flaky", "quarantine", "init", "agents"}
+                "coverage", "export", "diff", "rescore", "flaky", "quarantine", "init", "agents", "audit"}
     registered = {c.name or c.callback.__name__ for c in app.registered_commands if c.callback}
     assert registered == commands
     groups = {g.name for g in app.registered_groups}

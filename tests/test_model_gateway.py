@@ -221,7 +221,8 @@ def test_stopped_replica_fails_over_and_is_marked_unhealthy(scripts_dir: Path) -
         doomed_port = free_port()
         doomed_ctx = serve_app(create_policy(ScriptedPolicySettings(scripts_dir=scripts_dir)), port=doomed_port)
         doomed = doomed_ctx.__enter__()
-        gw = stack.enter_context(serve_app(create_gateway(settings_for([alive, doomed], health_interval_s=0.2))))
+        gw = stack.enter_context(serve_app(create_gateway(settings_for([alive, doomed], health_interval_s=0.2,
+                                                                       breaker_cooldown_s=1.0))))
         episode = next(f"e{i}" for i in range(10) if httpx.post(
             f"{gw}{CHAT}", json=chat(), headers={"X-Episode-Id": f"e{i}"}, timeout=10).headers["X-Replica"]
             == rid(doomed))
@@ -234,7 +235,7 @@ def test_stopped_replica_fails_over_and_is_marked_unhealthy(scripts_dir: Path) -
         assert 'gateway_routing_decisions_total{decision="migrated"}' in metrics
         # Restarted on the same port: the health check re-admits it.
         with serve_app(create_policy(ScriptedPolicySettings(scripts_dir=scripts_dir)), port=doomed_port):
-            wait_until(lambda: states(gw)[rid(doomed)]["healthy"], 10, "the restarted replica re-admitted")
+            wait_until(lambda: states(gw)[rid(doomed)]["healthy"], 30, "the restarted replica re-admitted")
 
 
 def test_no_healthy_replica_is_503(scripts_dir: Path) -> None:

@@ -89,9 +89,11 @@ def test_window_size_and_wallpaper(env: DesktopEnvClient, osworld: OSWorldClient
     assert env.activate_window("sized", timeout_s=10)
     size = osworld.python("get_vm_window_size", "xterm")  # WM_CLASS compared case-insensitively
     assert size is not None and set(size) == {"width", "height"} and 0 < size["width"] < SCREEN[0]
-    assert osworld.python("get_vm_wallpaper") is None  # the default wallpaper file does not exist here
+    default = osworld.python("get_vm_wallpaper")  # Ubuntu's default wallpaper, as on OSWorld's VM
+    assert default is not None and Image.open(io.BytesIO(default)).size[0] > 0
     image = io.BytesIO()
     Image.new("RGB", (32, 16), "orange").save(image, "PNG")
+    assert image.getvalue() != default
     env.upload_file("/home/user/Pictures/wall.png", image.getvalue())
     env.change_wallpaper("/home/user/Pictures/wall.png")
     assert osworld.python("get_vm_wallpaper") == image.getvalue()
