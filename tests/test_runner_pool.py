@@ -16,6 +16,7 @@ from rq import Worker
 
 from common.polling import free_port, http_ok, wait_until
 from common.processes import child_pids, parent_pid
+from common.redis_server import RedisServerProcess
 from services.cli.processes import ManagedProcess
 from services.runner.pool import MAX_RESTART_DELAY_S, RESTART_DELAY_S, STABLE_S, restart_delay, worker_settings
 from services.runner.settings import RunnerSettings
@@ -92,11 +93,20 @@ def test_burst_pool_exits_once_its_workers_drained_the_queues(
         pool.stop()
 
 
-def test_stopped_workers_leave_no_scheduler_lock_or_process(
-        redis_url: str, client: redis.Redis, tmp_path: Path) -> None:
+@pytest.fixture()
+def private_redis(tmp_path: Path) -> Iterator[str]:
+    """A redis-server of this test's own: no worker left by another test (on the session's server) can take RQ's
+    scheduler lock first."""
+    server = RedisServerProcess(tmp_path / "redis").start()
+    yield server.url
+    server.stop()
+
+
+def test_stopped_workers_leave_no_scheduler_lock_or_process(private_redis: str, tmp_path: Path) -> None:
     """The worker holding RQ's scheduler lock kills its scheduler process when it stops (instead of waiting out
     the scheduler's 1 s sleep) and releases the lock and registration itself, so no lock outlives it."""
-    pool = _pool(redis_url, tmp_path, 2)
+    client = redis.Redis.from_url(private_redis)
+    pool = _pool(private_redis, tmp_path, 2)
     assert pool.process is not None
     try:
         workers = wait_until(lambda: (pids := _live_workers(client, pool.process.pid)) and len(pids) == 2 and pids,
@@ -112,3 +122,4 @@ def test_stopped_workers_leave_no_scheduler_lock_or_process(
         assert [pid for pid in schedulers if parent_pid(pid) is not None] == []
     finally:
         pool.stop()
+        client.close()
