@@ -12,6 +12,7 @@ import dataclasses
 import hashlib
 import shutil
 import subprocess
+import tempfile
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -248,8 +249,8 @@ def libreoffice_convert(files: list[Path], target: str, out_dir: Path, cache_dir
     entries = {path: cache_dir / _content_key(path, target) for path in files}
     missing = [path for path, entry in entries.items() if not (entry / "done").exists()]
     if missing:
-        staging = cache_dir / "staging"
-        shutil.rmtree(staging, ignore_errors=True)
+        # a staging dir of this call's own: pytest-xdist workers share the cache dir and convert at the same time
+        staging = Path(tempfile.mkdtemp(prefix="staging-", dir=cache_dir))
         (staging / "out").mkdir(parents=True)
         _soffice(["--convert-to", target, "--outdir", str(staging / "out"), *map(str, missing)], staging)
         produced = sorted((staging / "out").iterdir())
