@@ -14,8 +14,8 @@ from common.settings import comma_list
 from common.status import DETERMINISTIC_FAILURES, INFRA_FAILURES, REWARDED_STATUSES, RolloutStatus
 from common.task import OSWorldTask, load_task_file, load_tasks
 
-SHARED_TASKS = Path(__file__).resolve().parents[2] / "shared" / "osworld_tasks"
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "tasks"
+SHARED_TASKS = Path(__file__).resolve().parents[3] / "shared" / "osworld_tasks"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tasks"
 
 
 def test_every_real_osworld_task_loads_and_round_trips_unchanged() -> None:

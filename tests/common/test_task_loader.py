@@ -12,7 +12,7 @@ import pytest
 
 from common.task import InvalidTasks, load_task_set, load_tasks
 
-OSWORLD = Path(__file__).resolve().parents[2] / "shared" / "osworld"
+OSWORLD = Path(__file__).resolve().parents[3] / "shared" / "osworld"
 
 
 def test_the_whole_osworld_index_loads_and_round_trips() -> None:
