@@ -38,8 +38,8 @@ from services.runner.rollout import RolloutRunner  # noqa: E402
 from services.runner.settings import RunnerSettings  # noqa: E402
 from services.scripted_policy.server import create_app as create_policy  # noqa: E402
 from services.scripted_policy.settings import ScriptedPolicySettings  # noqa: E402
+from tests.runner.agent.test_clipboard import corpus  # noqa: E402
 from tests.servers import serve_app  # noqa: E402
-from tests.test_typing import corpus  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OSWORLD_FIXED_WAIT_MS = 2000.0

@@ -37,7 +37,7 @@ import pytest
 from services.runner.agent.parser import ParseError, normalize_keys, parse_response, split_reply
 from services.runner.agent.smart_resize import smart_resize
 from tests.oracle.client import Oracle
-from tests.test_parser_fuzz import build_reply
+from tests.runner.agent.test_parser_fuzz import build_reply
 
 ROOT = Path(__file__).resolve().parents[3]
 SCREEN, RESIZED = (1920, 1080), (1932, 1092)

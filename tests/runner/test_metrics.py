@@ -15,7 +15,7 @@ from prometheus_client import REGISTRY
 
 from services.runner.metrics import StepParts, observe_attempt, observe_step
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _value(name: str, **labels: str) -> float:
