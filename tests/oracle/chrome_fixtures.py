@@ -13,7 +13,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 from services.cli.standin_formats import HISTORY_SCHEMA  # the tables OSWorld's Chrome getters read
 from services.runner.osworld import EvalContext, SetupContext
-from tests.test_osworld_setup import FakeEnv, Sleeps
+from tests.runner.osworld.test_setup import FakeEnv, Sleeps
 
 A11Y_NAMESPACES = {
     "st": "uri:deskat:state.at-spi.gnome.org",

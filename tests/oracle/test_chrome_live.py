@@ -24,7 +24,7 @@ from tests.oracle.chrome_fixtures import a11y_tree, eval_context, our_env, their
 from tests.oracle.chrome_live import Site, body_for_config, page_urls, reset_tabs, run_chromium, serve_site, value_of
 from tests.oracle.client import Oracle, same_value
 from tests.oracle.osworld_tasks import getter_configs, setup_steps
-from tests.test_osworld_setup import FakeEnv, Sleeps
+from tests.runner.osworld.test_setup import FakeEnv, Sleeps
 
 STUBS = ("pydrive", "pydrive.auth", "pydrive.drive")
 CLOSED_PORT = 1

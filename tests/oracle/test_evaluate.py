@@ -18,7 +18,7 @@ import pytest
 from common.task import EvaluatorConfig
 from services.runner.osworld import METRICS, EvalContext, EvalError, evaluate
 from tests.oracle.client import ORACLE_PYTHON, OracleUnavailable, same_value
-from tests.test_osworld_setup import FakeEnv, make_ctx
+from tests.runner.osworld.test_setup import FakeEnv, make_ctx
 
 SCRIPT = Path(__file__).with_name("evaluate_runner.py")
 

@@ -22,7 +22,7 @@ from services.runner.osworld.getters.misc import relative_time_getter
 from services.runner.osworld.getters.relative_time import SPECIAL
 from tests.oracle.client import Oracle, same_value
 from tests.oracle.tasks import getter_uses
-from tests.test_osworld_setup import FakeEnv, FakeResult, make_ctx
+from tests.runner.osworld.test_setup import FakeEnv, FakeResult, make_ctx
 
 TEMPLATE = "{DoW}|{Month}|{DayD}|{Year}|{Month0D}|{month}|{MonthFull}|{Day0D}|{MonthD}"
 NAMES = sorted({"tomorrow", *SPECIAL})

@@ -20,7 +20,7 @@ from services.runner.osworld import EvalContext, EvalError, get_state
 from tests.oracle.client import Oracle
 from tests.oracle.office_support import task, tasks_with_getter
 from tests.oracle.pptx_fixtures import SlideSpec, build, png
-from tests.test_osworld_setup import FakeEnv, make_ctx
+from tests.runner.osworld.test_setup import FakeEnv, make_ctx
 
 GETTERS = "getters.impress"
 AUDIO = b"ID3\x03\x00\x00\x00\x00\x00\x00" + bytes(range(256)) * 4

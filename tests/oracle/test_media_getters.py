@@ -33,8 +33,8 @@ from services.runner.osworld import EvalContext, EvalError, evaluate, get_state
 from services.runner.osworld.getters.vlc import VIDEO_TYPES
 from tests.oracle.client import Oracle
 from tests.oracle.osworld_index import OSWORLD, getter_uses
+from tests.runner.osworld.test_setup import FakeEnv, FakeResult, make_ctx
 from tests.servers import serve_app
-from tests.test_osworld_setup import FakeEnv, FakeResult, make_ctx
 
 
 def eval_ctx(tmp_path: Path, **setup: Any) -> EvalContext:

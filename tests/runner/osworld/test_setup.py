@@ -18,7 +18,7 @@ from common.task import OSWorldTask, SetupStep, load_task_file
 from services.runner.osworld import SetupContext, SetupError, run_setup, unsupported_features
 from services.runner.osworld.placeholders import PLACEHOLDERS, placeholder_values, substitute
 
-SHARED_TASKS = Path(__file__).resolve().parents[2] / "shared" / "osworld_tasks"
+SHARED_TASKS = Path(__file__).resolve().parents[4] / "shared" / "osworld_tasks"
 
 
 # --- test double ------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from common.task import OSWorldTask, load_task_set
 from services.runner.osworld import unsupported_features
 from services.runner.osworld.catalogue import catalogue_text
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 OSWORLD_INDEX = ROOT.parent / "shared" / "osworld" / "test_all.json"
 
 

@@ -12,8 +12,8 @@ import pytest
 
 from common import url_cache
 from services.runner.osworld import EvalError, get_state
-from tests.test_osworld_eval import eval_ctx, write
-from tests.test_osworld_setup import URL, FakeEnv, FakeResult, TransportDown
+from tests.runner.osworld.test_evaluate import eval_ctx, write
+from tests.runner.osworld.test_setup import URL, FakeEnv, FakeResult, TransportDown
 
 # --- getters -----------------------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ import pytest
 from common.task import EvaluatorConfig, load_task_file
 from services.runner.osworld import METRICS, EvalContext, EvalError, evaluate
 from services.runner.osworld.metrics import general
-from tests.test_osworld_setup import (
+from tests.runner.osworld.test_setup import (
     SHARED_TASKS,
     FakeEnv,
     FakeResult,

@@ -22,7 +22,7 @@ from services.runner.osworld.setup.chrome import EMPTY_HISTORY_URL, chrome_times
 from services.runner.osworld.urlcompare import are_lists_equal, compare_urls, normalize_url
 from tests.oracle.chrome_fixtures import empty_history
 from tests.oracle.osworld_tasks import getter_configs, setup_steps
-from tests.test_osworld_setup import FakeEnv, Sleeps
+from tests.runner.osworld.test_setup import FakeEnv, Sleeps
 
 ALWAYS_INTERNET = {"active_tab_info", "active_tab_html_parse", "gotoRecreationPage_and_get_html_content"}
 BY_URL = {"page_info": "url", "pdf_from_url": "path", "info_from_website": "url"}

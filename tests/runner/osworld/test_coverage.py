@@ -14,7 +14,7 @@ from common.task import SetupStep, load_task_set
 from services.runner.osworld import requirements, setup
 from services.runner.osworld.coverage import coverage
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 OSWORLD = ROOT.parent / "shared" / "osworld"
 RUNNABLE_OS_TASK = "e0df059f-28a6-4169-924f-b9623e7184cc"  # execute/vm_command_line/exact_match only
 
@@ -98,7 +98,7 @@ def test_google_drive_tasks_are_runnable_but_marked(tmp_path: Path) -> None:
 
 def test_google_drive_steps_and_getter_fail_with_the_reason(tmp_path: Path) -> None:
     from services.runner.osworld import EvalContext, EvalError, SetupContext, SetupError, get_state, run_setup
-    from tests.test_osworld_setup import FakeEnv
+    from tests.runner.osworld.test_setup import FakeEnv
 
     ctx = SetupContext(client_password="pw", screen=(1920, 1080), cache_dir=tmp_path)
     for step in ({"type": "googledrive", "parameters": {"settings_file": "s.yml", "operation": ["delete"]}},
