@@ -21,7 +21,7 @@ from common.events import EpisodeEvent, StepEvent, encode_event
 from common.objectstore import LocalDirStore
 from common.status import RolloutStatus
 from services.storage_sink.consumer import BatchLocks
-from tests.test_storage_sink import consumer, drain, png
+from tests.storage_sink.test_consumer import consumer, drain, png
 
 
 @pytest.fixture()

@@ -23,7 +23,7 @@ from common.objectstore import LocalDirStore, S3Store
 from common.polling import wait_until
 from common.status import RolloutStatus
 from services.storage_sink.consumer import DEAD_LETTER_PREFIX
-from tests.test_storage_sink import PREFIX, REF, consumer, drain, png
+from tests.storage_sink.test_consumer import PREFIX, REF, consumer, drain, png
 
 
 @pytest.fixture()
