@@ -22,7 +22,7 @@ from services.scripted_policy.settings import ScriptedPolicySettings
 from services.scripted_policy.tokens import expected_logprobs
 from tests.servers import serve_app
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture()
