@@ -32,7 +32,7 @@ from services.task_producer.api import create_app
 from services.task_producer.settings import ProducerSettings
 from tests.servers import serve_app
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 OS_TASKS = ROOT / "examples" / "tasks" / "os"
 
 
