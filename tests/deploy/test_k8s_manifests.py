@@ -26,8 +26,8 @@ from services.runner.settings import RunnerSettings
 from services.scripted_policy.settings import ScriptedPolicySettings
 from services.storage_sink.settings import SinkSettings
 from services.task_producer.settings import ProducerSettings
-from tests.netpolicy import Endpoint, Network
-from tests.test_readme import env_names
+from tests.deploy.netpolicy import Endpoint, Network
+from tests.docs.test_readme import env_names
 
 OVERLAYS = ["dev", "gpu"]
 APP_NS, ENV_NS = "cua-rollout", "cua-envs"

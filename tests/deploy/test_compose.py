@@ -14,7 +14,7 @@ import compose
 
 from common.env_file import SECRETS as SECRETS_REQUIRED
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_BIN = Path(compose.__file__).parent / "docker-compose"
 #: The secrets docker-compose.yml requires (`${VAR:?}`), as `make env` would write them.
 SECRETS = {name: f"test-{name.lower()}" for name in SECRETS_REQUIRED}

@@ -14,7 +14,7 @@ import typer
 
 from services.cli.main import app
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
 CLI_CALL = re.compile(r"\.venv/bin/cua-rollout\b([^|>;&)#]*)")
 

@@ -13,7 +13,7 @@ from services.scripted_policy.settings import ScriptedPolicySettings
 from services.storage_sink.settings import SinkSettings
 from services.task_producer.settings import ProducerSettings
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 
 
 def env_names(settings: type[BaseSettings]) -> set[str]:
@@ -44,5 +44,5 @@ def test_the_coverage_table_is_the_one_the_code_computes() -> None:
     from services.cli.coverage_view import coverage_markdown
     from services.runner.osworld.coverage import coverage
 
-    index = Path(__file__).resolve().parents[2] / "shared" / "osworld" / "test_all.json"
+    index = Path(__file__).resolve().parents[3] / "shared" / "osworld" / "test_all.json"
     assert coverage_markdown(coverage(load_task_set(index))) in README
