@@ -25,8 +25,8 @@ from tests.oracle import media_fixtures as media
 from tests.oracle.client import Oracle, same_value
 from tests.oracle.differential import RAISES, Case, check_case
 from tests.oracle.osworld_index import MetricUse, metric_uses
+from tests.oracle.vlc_process import default_vlcrc, running_vlc, scratch_dir, serve_directory, status
 from tests.runner.osworld.test_setup import FakeEnv, make_ctx
-from tests.vlc_process import default_vlcrc, running_vlc, scratch_dir, serve_directory, status
 
 STUBS = ("acoustid",)  # imported by OSWorld's vlc.py, used by none of its metrics
 AUDIO_TOL = 1e-6  # librosa / numpy 1 (oracle) vs 2 (ours): float noise in the MFCC, far below any decision
