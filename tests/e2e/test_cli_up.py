@@ -35,7 +35,7 @@ from services.cli.processes import ManagedProcess
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 DISPLAY_BASE = 700 + os.getpid() % 200
 

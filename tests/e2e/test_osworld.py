@@ -26,7 +26,7 @@ from services.cli.views import matches_expectation
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 OSWORLD_EXAMPLES = ROOT / "examples" / "tasks" / "osworld"
 OSWORLD_SCRIPTS = ROOT / "examples" / "scripts" / "osworld"
 SHARED_OSWORLD = ROOT.parent / "shared" / "osworld" / "examples"

@@ -33,7 +33,7 @@ from services.desktop_env.processes import is_alive
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SHARED_TASKS = ROOT.parent / "shared" / "osworld_tasks"
 EXAMPLE_IDS = ["os-make-notes-dir", "os-todo-wrong-name", "files-upload-to-drive", "os-hello-file",
                # real apps, their files from examples/fixtures through the runners' URL cache

@@ -30,7 +30,7 @@ from services.runner.osworld.rescore import rescore_run
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"  # Debian's chromium (setup.sh); playwright downloads no browser
 FAST_TASKS = sorted((ROOT / "examples" / "tasks" / "fast").glob("*.json"))[:2]
 
