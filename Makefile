@@ -14,8 +14,8 @@ test:
 	$(PY) -m pytest -q -n 3 --dist loadscope
 
 fuzz: setup
-	$(PY) -m pytest -q -m slow --hypothesis-show-statistics tests/test_parser_fuzz.py
-	CUA_FUZZ_RANDOM=1 $(PY) -m pytest -q tests/test_schemathesis.py
+	$(PY) -m pytest -q -m slow --hypothesis-show-statistics tests/runner/agent/test_parser_fuzz.py
+	CUA_FUZZ_RANDOM=1 $(PY) -m pytest -q tests/e2e/test_schemathesis.py
 
 lint: setup
 	$(PY) -m ruff check common services tests bench

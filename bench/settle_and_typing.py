@@ -1,6 +1,6 @@
 """Typing through the clipboard and waiting for the screen, each against its old way, side by side.
 
-1. Typing: the same strings (`tests/test_typing.py` corpus) typed into a real xterm by the code the
+1. Typing: the same strings (`tests/runner/agent/test_clipboard.py` corpus) typed into a real xterm by the code the
    parser generated before (`xclip` in the background, ctrl+v, sleep 0.5 s) and by today's checked paste
    (`services/runner/agent/clipboard.py`); prints wrong strings and seconds per string.
 2. Settling: the example tasks of `examples/tasks/fast/` (no `wait()` after opening a terminal), run

@@ -24,7 +24,7 @@ EXHAUSTED_REPLY = "Thought: script exhausted\nAction: finished(content='script e
 NO_SCRIPT_REPLY = "Thought: no script for this task\nAction: call_user()"
 _QWEN_TERMINATE = '<tool_call>\n{{"name": "computer_use", "arguments": {{"action": "terminate", "status": "{}"}}}}' \
                   '\n</tool_call>'
-#: Per agent: a text every request of it carries (tests/test_scripted_policy.py checks them against the
+#: Per agent: a text every request of it carries (tests/scripted_policy/test_server.py checks them against the
 #: runner's agents), and its (script exhausted, no script) replies.
 AGENT_MARKERS = {
     "ui_tars_1_5": "You are a GUI agent. You are given a task and your action history",

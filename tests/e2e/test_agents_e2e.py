@@ -2,7 +2,7 @@
 
 The scripted policy (the vLLM stand-in: no GPU here) answers each agent's requests from its scripts in
 that agent's own format (`examples/scripts/agents/<agent>/<task id>.json`, picked by the script's `agent`
-field among the scripts sharing an instruction); UI-TARS' are `tests/test_osworld_e2e.py`'s. Desktops,
+field among the scripts sharing an instruction); UI-TARS' are `tests/e2e/test_osworld.py`'s. Desktops,
 accessibility trees, Redis, gateway, runners and sink are real. Runs:
 
 - `osworld_prompt`, `pyautogui` code with the screenshot and accessibility tree: os/e0df059f (rename a

@@ -85,7 +85,7 @@ OPEN_TABS = setup_steps("chrome_open_tabs")
 def _live_open_tabs() -> list[tuple[str, dict[str, Any]]]:
     """The tasks whose `chrome_open_tabs` run against the browser (each costs a playwright driver
     start, ~1 s): every task opening 3 URLs, two opening 2, those with a query string, two opening
-    1. Every task's parameters are checked without a browser in tests/test_osworld_chrome.py."""
+    1. Every task's parameters are checked without a browser in tests/runner/osworld/setup/test_chrome.py."""
     by_count: dict[int, list[tuple[str, dict[str, Any]]]] = {}
     for task_id, params in OPEN_TABS:
         by_count.setdefault(len(params["urls_to_open"]), []).append((task_id, params))

@@ -3,7 +3,7 @@ mount and PID namespace; destructive tasks in one leave the host and the neighbo
 
 Needs root (namespaces, overlay mounts, veth pairs): as root the sandbox must work, so these tests
 fail rather than skip when it does not; as another user they are skipped (the launcher falls back to
-unsandboxed envs there, covered by tests/test_desktop_env.py).
+unsandboxed envs there, covered by tests/desktop_env/test_server.py).
 """
 
 from __future__ import annotations

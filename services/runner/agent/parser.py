@@ -6,7 +6,7 @@ tokenizer (quotes, escapes and newlines inside `type` content survive), box toke
 `ctrl+c`-style hotkeys are split, horizontal scroll uses `hscroll`, `<`/`>`/non-ASCII/multi-line text
 goes through the clipboard, `press` exists, and the model's thought never enters the code.
 Any input either parses or raises `ParseError`; nothing else escapes (there is no catch-all: the
-hypothesis fuzz in `tests/test_parser_fuzz.py` checks the tokenizer itself).
+hypothesis fuzz in `tests/runner/agent/test_parser_fuzz.py` checks the tokenizer itself).
 """
 
 from __future__ import annotations

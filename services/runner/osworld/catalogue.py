@@ -1,6 +1,6 @@
 """Write `common/osworld_catalogue.json`: the setup step types, getter types and metrics this layer implements,
 for the producer's check of submitted tasks (`common.osworld_features`). Run after adding or removing one:
-`python -m services.runner.osworld.catalogue` (tests/test_osworld_catalogue.py fails until then)."""
+`python -m services.runner.osworld.catalogue` (tests/runner/osworld/test_catalogue.py fails until then)."""
 
 from __future__ import annotations
 

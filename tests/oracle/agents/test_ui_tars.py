@@ -2,7 +2,7 @@
 
 Corpora: every UI-TARS reply of the example scripts (`examples/scripts/`, the ones naming no other agent),
 the real-format replies of `ui_tars_replies.json`, and 2,000 replies of the fuzz generator
-(`tests/test_parser_fuzz.py`, fixed seed). Compared: which replies parse, the actions' types (the official
+(`tests/runner/agent/test_parser_fuzz.py`, fixed seed). Compared: which replies parse, the actions' types (the official
 `wait`/`finished`/`call_user` are our `WAIT`/`DONE`/`FAIL`), their screen coordinates (the official
 relative box times the screen, ours rounded: within 1 px), `hotkey`/`press` keys (the official key text
 read with our key-name normalisation: `ctrl+c` split, `esc` as `escape`, as SPEC section 4 asks) and `type`

@@ -104,7 +104,7 @@ def test_type_with_literal_newlines_and_backslashes() -> None:
 @pytest.mark.parametrize("text", ["a < b", "x > y", "héllo", "日本語", "emoji 🎉"])
 def test_less_than_and_non_ascii_go_through_the_clipboard(text: str) -> None:
     code = type_code(text)
-    assert f"paste_text({text!r}, " in code and "pyautogui.write" not in code  # checked paste (test_typing.py)
+    assert f"paste_text({text!r}, " in code and "pyautogui.write" not in code  # checked paste (test_clipboard.py)
     calls = [node.value for node in ast.parse(code).body
              if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)]
     assert [ast.unparse(c.func) for c in calls] == ["paste_text"]

@@ -1,6 +1,6 @@
 """Unit tests of `evaluate()` (`services/runner/osworld/evaluate.py`): infeasible, FAIL, conj, options,
 expected, postconfig, metric values and errors, on synthetic evaluators and the real OSWorld tasks
-(getters: `test_osworld_getters.py`, metrics: `test_osworld_metrics.py`; equality with OSWorld's own
+(getters: `test_getters.py`, metrics: `test_metrics.py`; equality with OSWorld's own
 `DesktopEnv.evaluate`: `tests/oracle/test_evaluate.py`)."""
 
 from __future__ import annotations
