@@ -64,5 +64,11 @@ def test_flaky_lists_varying_and_infra_failing_tasks_and_quarantine_skips_them(p
         assert client.quarantine(["coin"], remove=True) == []
     with RolloutClient(producer_url) as anonymous, pytest.raises(RolloutClientError, match="401"):
         anonymous.quarantine(["steady"])
-    assert httpx.put(f"{producer_url}/v1/quarantine/..%2Fx", headers={"Authorization": f"Bearer {TOKEN}"}
-                     ).status_code in (404, 422)
+    # `%2F` is decoded to `/` before routing: `../x` is two path segments where the route has one, so no route
+    # matches (404); a single segment that is not a task id reaches the route and is a 422 naming it.
+    traversal = httpx.put(f"{producer_url}/v1/quarantine/..%2Fx", headers={"Authorization": f"Bearer {TOKEN}"})
+    assert (traversal.status_code, traversal.json()) == (404, {"detail": "Not Found"}), traversal.text
+    dots = httpx.put(f"{producer_url}/v1/quarantine/%2e%2e", headers={"Authorization": f"Bearer {TOKEN}"})
+    assert dots.status_code == 422 and dots.json()["error"].startswith("path.task_id:"), dots.text
+    listed = httpx.get(f"{producer_url}/v1/quarantine", headers={"Authorization": f"Bearer {TOKEN}"}).json()
+    assert listed["task_ids"] == [], listed  # neither refused id was quarantined
