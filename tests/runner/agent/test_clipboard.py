@@ -114,6 +114,9 @@ def test_clipboard_keeps_the_pasted_text(env: DesktopEnvClient) -> None:
     _run(env, parse_response(as_reply([text + "\n"]), SCREEN, SCREEN).actions[0].code)
     clip = env.execute(["xclip", "-o", "-selection", "clipboard"])
     assert (clip.returncode, clip.output) == (0, text)
+    typed = (text + "\n").encode()  # what the terminal's `cat` received, byte for byte
+    assert wait_until(lambda: (lambda b: b if b is not None and len(b) >= len(typed) else None)(
+        env.get_file("~/one.txt")), 20, "the typed text in ~/one.txt", interval_s=0.2) == typed
 
 
 def test_a_paste_nobody_reads_is_an_action_error(env: DesktopEnvClient) -> None:
