@@ -1,6 +1,6 @@
 """`retry_redis` (services/runner/publisher.py): which errors are retried, for how long, and what is
 raised at the end. The calls are plain functions that fail on purpose (the retry policy is the subject;
-the publisher against a real Redis is in tests/runner/test_publisher_memory.py and the chaos suite)."""
+the publisher against a real Redis is in tests/test_redis_memory.py and the chaos suite)."""
 
 from __future__ import annotations
 
