@@ -1,7 +1,8 @@
 """Versioned events on the Redis Stream (SPEC section 7): `cua.step.v1` and `cua.episode.v1`.
 
 Stream entry fields: `type` (`step` | `episode`), `data` (JSON of one of these models), and for
-steps `png` (the screenshot the step acted on, PNG bytes).
+steps either `png_key` (the object-store key the runner put the screenshot the step acted on under,
+`common.blobs`: `_blobs/{sha256}.png`) or, from a runner without a store, `png` (the PNG bytes).
 """
 
 from __future__ import annotations
@@ -150,13 +151,31 @@ class EpisodeEvent(RolloutRef):
     model_config = {"populate_by_name": True}
 
 
-def encode_event(event: StepEvent | EpisodeEvent, png: bytes | None = None) -> dict[str, bytes]:
-    """Stream entry fields for an event: `{type, data[, png]}` as bytes."""
+def encode_event(event: StepEvent | EpisodeEvent, png: bytes | None = None,
+                 png_key: str | None = None) -> dict[str, bytes]:
+    """Stream entry fields for an event: `{type, data[, png][, png_key]}` as bytes (give a step's screenshot
+    as its blob key, `png_key`, or as bytes, `png`)."""
     kind = "step" if isinstance(event, StepEvent) else "episode"
     fields = {b"type": kind.encode(), b"data": event.model_dump_json(by_alias=True).encode()}
     if png is not None:
         fields[b"png"] = png
+    if png_key is not None:
+        fields[b"png_key"] = png_key.encode()
     return fields  # type: ignore[return-value]
+
+
+def png_key_of(fields: dict[bytes, bytes]) -> str | None:
+    """The entry's screenshot blob key (`png_key`), or None. Raises: ValueError when it is not a blob key
+    (`common.blobs.check_blob_key`: a poison entry)."""
+    from common.blobs import check_blob_key
+
+    raw = fields.get(b"png_key")
+    if raw is None:
+        return None
+    try:
+        return check_blob_key(raw.decode())
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"stream entry's png_key is not text: {exc}") from exc
 
 
 def decode_event(fields: dict[bytes, bytes]) -> tuple[StepEvent | EpisodeEvent, bytes | None]:

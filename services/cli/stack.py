@@ -87,6 +87,19 @@ def runner_env(config: StackConfig, gateway_url: str, cache_dir: Path) -> dict[s
     return env
 
 
+def runner_store_env(store_url: str) -> dict[str, str]:
+    """The runners' step-file store (`RUNNER_STORE_URL`, `common.blobs`): the stack's own store, so screenshots
+    go to it and the stream carries their keys. For `s3://`, the runners' keys are `RUNNER_S3_ACCESS_KEY` /
+    `RUNNER_S3_SECRET_KEY` from the environment when set, else the `S3_*` ones (one machine, one operator)."""
+    env = {"RUNNER_STORE_URL": store_url}
+    if store_url.startswith("s3://"):
+        for name in ("ACCESS_KEY", "SECRET_KEY"):
+            value = os.environ.get(f"RUNNER_S3_{name}") or os.environ.get(f"S3_{name}")
+            if value:
+                env[f"RUNNER_S3_{name}"] = value
+    return env
+
+
 class LocalStack:
     """Starts and stops every service of cua-rollout as local processes. Use as a context manager."""
 
@@ -178,6 +191,7 @@ class LocalStack:
 
         if cfg.runners:  # one process for all the workers: it imports the job code once and forks them (pool.py)
             self._spawn("runners", "services.runner", {**runner_env(cfg, self.gateway_url, self.cache_dir),
+                                                       **runner_store_env(self.store_url),
                                                        "RUNNER_WORKERS": str(cfg.runners)}, None)
 
     def _start_envs(self) -> None:
