@@ -59,7 +59,7 @@ def runner_key(request: pytest.FixtureRequest) -> Iterator[tuple[str, str, dict[
             except OSError:
                 return False
 
-        wait_until(up, 30, "moto's server to answer", interval_s=0.1)
+        wait_until(up, 90, "moto's server to answer", interval_s=0.1)  # imports take long on a loaded machine
         document = json.loads(POLICIES[request.param].read_text())
         bucket = bucket_of(document)
         admin: dict[str, Any] = {"endpoint_url": f"http://{endpoint}", "region_name": "us-east-1",
