@@ -19,6 +19,7 @@ from pathlib import Path
 
 import redis
 
+from collections.abc import Mapping
 from common.dns import expand_urls
 from common.envpool import EnvPool, env_id_for_url
 from common.polling import GiveUp, free_port, wait_until
@@ -87,14 +88,16 @@ def runner_env(config: StackConfig, gateway_url: str, cache_dir: Path) -> dict[s
     return env
 
 
-def runner_store_env(store_url: str) -> dict[str, str]:
+def runner_store_env(store_url: str, environ: Mapping[str, str]) -> dict[str, str]:
     """The runners' step-file store (`RUNNER_STORE_URL`, `common.blobs`): the stack's own store, so screenshots
     go to it and the stream carries their keys. For `s3://`, the runners' keys are `RUNNER_S3_ACCESS_KEY` /
-    `RUNNER_S3_SECRET_KEY` from the environment when set, else the `S3_*` ones (one machine, one operator)."""
+    `RUNNER_S3_SECRET_KEY` of `environ` (the stack's environment) when set, else its `S3_*` ones (one machine,
+    one operator). A `RUNNER_STORE_URL` in `environ` wins (empty: PNGs ride in the stream entries, as before)."""
+    store_url = environ.get("RUNNER_STORE_URL", store_url)
     env = {"RUNNER_STORE_URL": store_url}
     if store_url.startswith("s3://"):
         for name in ("ACCESS_KEY", "SECRET_KEY"):
-            value = os.environ.get(f"RUNNER_S3_{name}") or os.environ.get(f"S3_{name}")
+            value = environ.get(f"RUNNER_S3_{name}") or environ.get(f"S3_{name}")
             if value:
                 env[f"RUNNER_S3_{name}"] = value
     return env
@@ -191,7 +194,8 @@ class LocalStack:
 
         if cfg.runners:  # one process for all the workers: it imports the job code once and forks them (pool.py)
             self._spawn("runners", "services.runner", {**runner_env(cfg, self.gateway_url, self.cache_dir),
-                                                       **runner_store_env(self.store_url),
+                                                       **runner_store_env(self.store_url,
+                                                                          {**os.environ, **cfg.extra_env}),
                                                        "RUNNER_WORKERS": str(cfg.runners)}, None)
 
     def _start_envs(self) -> None:

@@ -1,7 +1,10 @@
 """Publishes step and episode events onto the Redis Stream, with backpressure instead of trimming.
 
 With a blob writer (`RUNNER_STORE_URL`, `common.blobs`), a step's screenshot is put to the object store
-under its content address first and the entry carries its key (`png_key`), not its bytes (SPEC section 7).
+under its content address first and the entry carries its key (`png_key`), not its bytes (SPEC section 7);
+a step record above `RECORD_INLINE_MAX_BYTES` (token ids and logprobs: thousands of prompt token ids with
+screenshots in the prompt) goes whole to the store too (`record_key`) and the entry carries the record
+without its token arrays.
 Metrics: `cua_runner_stream_bytes_total{type}` (bytes of the entries XADDed: field names and values, what
 `MEMORY USAGE` grows by, less Redis' own overhead) and `cua_runner_blob_bytes_total` (bytes put as blobs).
 """
@@ -20,7 +23,7 @@ from prometheus_client import Counter
 
 from common import keys
 from common.blobs import BlobWriter, blob_key
-from common.events import EpisodeEvent, StepEvent, encode_event
+from common.events import EpisodeEvent, StepEvent, encode_event, without_token_arrays
 from common.eventshards import stream_of
 
 log = logging.getLogger(__name__)
@@ -91,6 +94,11 @@ def retry_redis(call: Callable[[], _T], within_s: float, what: str, interval_s: 
     return retrying(call)
 
 
+#: A step record's JSON longer than this (bytes) goes to the store whole, when there is a store, and its entry
+#: carries it without the token arrays: the rest (texts, actions, timings) is ~1 KB, so entries stay under 4 KB.
+RECORD_INLINE_MAX_BYTES = 2048
+
+
 class EventPublisher:
     """XADD events to their run's stream (`common.eventshards`: `keys.EVENTS_STREAM` with one shard).
     Never trims (MAXLEN would drop unpersisted entries).
@@ -154,14 +162,25 @@ class EventPublisher:
         after the backpressure wait, right before the XADD: a blob precedes its event by the put's time
         only (what the sink's reconciliation rule relies on, `services/storage_sink/reconcile.py`).
         Raises: BlobPutError, BackpressureTimeout, redis.RedisError."""
-        key = blob_key(png, ".png") if png is not None and self.blobs is not None else None
-        fields = encode_event(event, None if key is not None else png, key)
+        puts: list[tuple[str, bytes, str]] = []  # (key, bytes, content type) of the blobs, put after the wait
+        fields = encode_event(event, png)
+        if self.blobs is not None and isinstance(event, StepEvent):
+            png_key = record_key = None
+            if png is not None:
+                png_key = blob_key(png, ".png")
+                puts.append((png_key, png, "image/png"))
+            record = fields[b"data"]
+            if len(record) > RECORD_INLINE_MAX_BYTES:
+                record_key = blob_key(record, ".json")
+                puts.append((record_key, record, "application/json"))
+            fields = encode_event(without_token_arrays(event) if record_key else event, None, png_key, record_key)
         stream = stream_of(event.run_id, self.shards)
         size = sum(len(k) + len(v) for k, v in fields.items())
         if wait:
             self._wait_for_room(stream, size)
-        if key is not None and self.blobs is not None and png is not None:
-            put_blob(self.blobs, key, png, "image/png", self.blob_retry_s)
+        for key, data, content_type in puts:
+            assert self.blobs is not None
+            put_blob(self.blobs, key, data, content_type, self.blob_retry_s)
         entry_id = self.client.xadd(stream, fields)  # type: ignore[arg-type]
         STREAM_BYTES.labels(fields[b"type"].decode()).inc(size)
         return entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)

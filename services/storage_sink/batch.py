@@ -51,6 +51,7 @@ class Entry:
     event: StepEvent | EpisodeEvent
     png: bytes | None
     png_key: str | None = None
+    record_key: str | None = None
 
 
 #: Called with an entry whose write raised and the exception; True when it disposed of the entry.
@@ -123,7 +124,7 @@ class TrajectoryBatch:
                 outcomes[entry.entry_id] = Outcome.DROPPED
             else:
                 jobs.append((entry, self.writer.step_puts(self.prefix, entry.event, entry.png, entry.fields[b"data"],
-                                                              entry.png_key)))
+                                                              entry.png_key, entry.record_key)))
         return self._run(jobs, outcomes)
 
     def _end(self, entry: Entry, current: int, outcomes: dict[bytes, Outcome]) -> bool:

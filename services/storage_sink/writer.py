@@ -90,9 +90,10 @@ class TrajectoryWriter:
             return 0
 
     def step_puts(self, prefix: str, event: StepEvent, png: bytes | None, data: bytes | None = None,
-                  png_key: str | None = None) -> list[Write]:
+                  png_key: str | None = None, record_key: str | None = None) -> list[Write]:
         """The objects of a step (its PNG when it has one: copied from its blob `png_key`, or put from `png`;
-        its JSON); independent of each other.
+        its JSON: copied from the whole record's blob `record_key` when the entry carried the record without
+        its token arrays, else put from `data`); independent of each other.
 
         `data`: the event's JSON as the runner published it (`common.events.encode_event`, which `event` was
         validated from): stored as it is, compact, instead of encoding `event` again (a step's token ids made the
@@ -100,8 +101,12 @@ class TrajectoryWriter:
         image = f"{prefix}/image_{event.step:04d}.png"
         puts: list[Write] = [Copy(image, png_key)] if png_key is not None else \
             [Put(image, png, "image/png")] if png is not None else []
+        step_file = f"{prefix}/step_{event.step:04d}.json"
+        if record_key is not None:
+            puts.append(Copy(step_file, record_key))
+            return puts
         body = data if data is not None else event.model_dump_json(by_alias=True).encode()
-        puts.append(Put(f"{prefix}/step_{event.step:04d}.json", body, "application/json"))
+        puts.append(Put(step_file, body, "application/json"))
         return puts
 
     def write_start(self, prefix: str, event: EpisodeEvent, current: int) -> bool:

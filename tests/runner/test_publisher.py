@@ -16,10 +16,16 @@ import redis
 
 from common import keys
 from common.blobs import WriteOnlyS3, blob_key
-from common.events import ParsedAction, StepEvent, Usage, decode_event, png_key_of
+from common.events import ParsedAction, StepEvent, Usage, decode_event, png_key_of, record_key_of
 from common.objectstore import LocalDirStore, S3Store
 from common.polling import free_port
-from services.runner.publisher import BackpressureTimeout, BlobPutError, EventPublisher, retry_redis
+from services.runner.publisher import (
+    RECORD_INLINE_MAX_BYTES,
+    BackpressureTimeout,
+    BlobPutError,
+    EventPublisher,
+    retry_redis,
+)
 
 #: The measured ceiling of a step's stream entry (issue 27): keys and the step record, no image bytes.
 STEP_ENTRY_MAX_BYTES = 4096
@@ -113,6 +119,28 @@ def test_a_step_goes_out_as_its_blob_key_and_record_only(redis_url: str, blob_st
         event, png = decode_event(fields)
         assert isinstance(event, StepEvent) and png is None
     assert sorted(reader.list("_blobs/")) == sorted({blob_key(i) for i in images})  # the re-put: same object
+
+
+def test_a_record_with_token_arrays_goes_whole_to_the_store(redis_url: str, blob_store: tuple) -> None:
+    """vLLM's prompt token ids with 5 screenshots in the prompt: thousands of ids. The entry keeps the record
+    without them (texts, actions, timings) and names the blob of the whole record."""
+    writer, reader = blob_store
+    client = redis.Redis.from_url(redis_url)
+    event = step_event(0).model_copy(update={"prompt_token_ids": list(range(151_000, 151_000 + 6000)),
+                                             "token_ids": list(range(40)), "logprobs": [-0.25] * 40})
+    whole = event.model_dump_json(by_alias=True).encode()
+    assert len(whole) > 10 * RECORD_INLINE_MAX_BYTES
+    EventPublisher(client, 64 * 1024 * 1024, 5.0, blobs=writer).publish(event, screenshot(4))
+    ((_, fields),) = client.xrange(keys.EVENTS_STREAM)
+    assert sum(len(k) + len(v) for k, v in fields.items()) <= STEP_ENTRY_MAX_BYTES
+    assert reader.get(record_key_of(fields)) == whole and record_key_of(fields).endswith(".json")
+    sent, _ = decode_event(fields)
+    assert isinstance(sent, StepEvent) and sent.prompt_token_ids is None and sent.token_ids is None
+    assert (sent.response, sent.actions, sent.usage) == (event.response, event.actions, event.usage)
+    small = step_event(1)
+    EventPublisher(client, 64 * 1024 * 1024, 5.0, blobs=writer).publish(small, screenshot(5))
+    (_, last) = client.xrange(keys.EVENTS_STREAM)[-1]
+    assert record_key_of(last) is None and last[b"data"] == small.model_dump_json(by_alias=True).encode()
 
 
 def test_without_a_store_the_png_rides_in_the_entry(redis_url: str) -> None:

@@ -13,7 +13,7 @@ import redis
 
 from common import keys
 from common.blobs import blob_key
-from common.events import EpisodeEvent, StepEvent, encode_event
+from common.events import EpisodeEvent, StepEvent, encode_event, without_token_arrays
 from common.objectstore import LocalDirStore, ObjectStore, S3Store
 from common.polling import free_port
 from common.status import RolloutStatus
@@ -57,12 +57,19 @@ def entries(inline: bool, store: ObjectStore, evidence: dict[str, bytes]) -> lis
     inline (bytes in the entries)."""
     out = [encode_event(EpisodeEvent(phase="start", task_config={"id": "task-a"}, **REF))]
     for step, n in enumerate([0, 1, 0]):
-        event = StepEvent(step=step, response=f"s{step}", **REF)
+        tokens = {"prompt_token_ids": list(range(3000)), "logprobs": [-0.5] * 9} if step == 1 else {}
+        event = StepEvent(step=step, response=f"s{step}", **tokens, **REF)
         if inline:
             out.append(encode_event(event, image(n)))
         else:
             store.put(blob_key(image(n)), image(n), "image/png")
-            out.append(encode_event(event, png_key=blob_key(image(n))))
+            if tokens:  # a large record: the whole of it as a blob, the entry without the token arrays
+                whole = event.model_dump_json(by_alias=True).encode()
+                store.put(blob_key(whole, ".json"), whole)
+                out.append(encode_event(without_token_arrays(event), png_key=blob_key(image(n)),
+                                        record_key=blob_key(whole, ".json")))
+            else:
+                out.append(encode_event(event, png_key=blob_key(image(n))))
     if inline:
         files = {"files": {name: base64.b64encode(data).decode() for name, data in evidence.items()}}
     else:
@@ -94,6 +101,7 @@ def test_blob_keys_give_the_same_trajectory_as_inline_bytes(redis_url: str, stor
     assert by_blob == by_bytes  # every file, byte for byte: the layout does not depend on how PNGs travelled
     assert by_blob[f"{PREFIX}/image_0002.png"] == image(0) and by_blob[f"{PREFIX}/image_0001.png"] == image(1)
     assert by_blob[f"{PREFIX}/evidence/sheet.xlsx"] == evidence["sheet.xlsx"]
+    assert json.loads(by_blob[f"{PREFIX}/step_0001.json"])["prompt_token_ids"] == list(range(3000))
     assert "file_keys" not in json.loads(by_blob[f"{PREFIX}/evaluation.json"])
     assert client.xlen(keys.EVENTS_STREAM) == 0
 
