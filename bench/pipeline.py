@@ -27,8 +27,8 @@ HTTP, and the run is timed until the sink has stored every trajectory's manifest
   (the way before), for comparison.
 
 Usage: `python bench/pipeline.py [--envs 2] [--per-env 1,2,4] [--execution fork,inline] [--rollouts 48]
-[--steps 15] [--timeout 240] [--real-envs] [--no-store]`. `--real-envs` runs the same on real Xvfb desktops (local env pods,
-the runners' default screen settle): the in-step share of real env time. Figures on a shared
+[--steps 15] [--timeout 240] [--real-envs] [--no-store]`. `--real-envs` runs the same on real Xvfb desktops (local
+env pods, the runners' default screen settle): the in-step share of real env time. Figures on a shared
 machine vary with its load; the load average is printed.
 """
 
@@ -223,7 +223,8 @@ def run_setting(per_env: int, execution: str, env_urls: list[str], args: argpars
     publish = {f"{r['task_id']}_{r['rollout_index']}": (r.get("timings") or {}).get("publish_ms", 0.0)
                / max(1, r["num_steps"]) for r in records}
     startup = [t["startup_ms"] for t in timed if "startup_ms" in t]
-    stream = {kind: counters.get(f'cua_runner_stream_bytes_total{{type="{kind}"}}', 0.0) for kind in ("step", "episode")}
+    stream = {kind: counters.get(f'cua_runner_stream_bytes_total{{type="{kind}"}}', 0.0)
+              for kind in ("step", "episode")}
     return Result(
         per_env=per_env, execution=execution, rollouts=len(records), steps=sum(r["num_steps"] for r in records),
         seconds=seconds,

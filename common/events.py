@@ -155,7 +155,7 @@ class EpisodeEvent(RolloutRef):
 
 
 def encode_event(event: StepEvent | EpisodeEvent, png: bytes | None = None, png_key: str | None = None,
-                 record_key: str | None = None) -> dict[str, bytes]:
+                 record_key: str | None = None) -> dict[bytes, bytes]:
     """Stream entry fields for an event: `{type, data[, png][, png_key][, record_key]}` as bytes (give a step's
     screenshot as its blob key, `png_key`, or as bytes, `png`; with `record_key`, `event` is the record
     without its token arrays and the blob holds the whole one)."""
@@ -167,7 +167,7 @@ def encode_event(event: StepEvent | EpisodeEvent, png: bytes | None = None, png_
         fields[b"png_key"] = png_key.encode()
     if record_key is not None:
         fields[b"record_key"] = record_key.encode()
-    return fields  # type: ignore[return-value]
+    return fields
 
 
 def without_token_arrays(event: StepEvent) -> StepEvent:

@@ -19,6 +19,10 @@ from urllib.parse import urlparse
 from common.settings import ObjectStoreSettings
 
 
+#: `list_modified`'s answer: (key, last modified in seconds since the epoch) pairs (`list` is a method name below).
+Listing = list[tuple[str, float]]
+
+
 class ObjectStore(Protocol):
     """Minimal object store interface used by the sink and the trajectory views."""
 
@@ -41,7 +45,7 @@ class ObjectStore(Protocol):
         (S3 CopyObject, a hard link): the bytes never travel through the caller.
         Raises: KeyError when `source` does not exist; ValueError for an unsafe key."""
 
-    def list_modified(self, prefix: str) -> list[tuple[str, float]]:
+    def list_modified(self, prefix: str) -> Listing:
         """(key, last modified in seconds since the epoch) of every key under `prefix`, sorted by key.
         Raises: ValueError for an unsafe prefix."""
 
@@ -225,7 +229,7 @@ class LocalDirStore:
                 os.unlink(tmp)
             raise
 
-    def list_modified(self, prefix: str) -> list[tuple[str, float]]:
+    def list_modified(self, prefix: str) -> Listing:
         """`list(prefix)` with each file's mtime (a key removed meanwhile is left out)."""
         out = []
         for key in self.list(prefix):
@@ -328,7 +332,7 @@ class S3Store:
                 raise KeyError(source) from exc
             raise
 
-    def list_modified(self, prefix: str) -> list[tuple[str, float]]:
+    def list_modified(self, prefix: str) -> Listing:
         objects = self.client.list_objects(bucket_name=self.bucket, prefix=check_key(prefix, prefix=True),
                                            recursive=True)
         return sorted((o.object_name, o.last_modified.timestamp() if o.last_modified else 0.0)

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import redis
 
-from collections.abc import Mapping
 from common.dns import expand_urls
 from common.envpool import EnvPool, env_id_for_url
 from common.polling import GiveUp, free_port, wait_until

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from common.events import EpisodeEvent, StepEvent
 from common.objectstore import ObjectStore
-from services.storage_sink.writer import Write, TrajectoryWriter
+from services.storage_sink.writer import TrajectoryWriter, Write
 
 log = logging.getLogger(__name__)
 

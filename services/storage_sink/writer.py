@@ -156,7 +156,8 @@ class TrajectoryWriter:
         """The objects of an end event: (the final files, independent of each other; the manifest, to
         write once they are all written). The caller has checked the attempt.
         Raises: ValueError for malformed evaluation files."""
-        body: list[Write] = [Put(f"{prefix}/final_messages.json", _json(event.final_messages or []), "application/json")]
+        body: list[Write] = [Put(f"{prefix}/final_messages.json", _json(event.final_messages or []),
+                                 "application/json")]
         if event.reward is not None:
             body.append(Put(f"{prefix}/reward.txt", repr(float(event.reward)).encode(), "text/plain"))
         if event.evaluation is not None:
