@@ -121,14 +121,18 @@ def test_a_step_whose_blob_is_missing_is_dead_lettered_with_its_key(redis_url: s
 
 
 def test_a_dead_letter_keeps_a_copy_of_its_blob(redis_url: str, store: ObjectStore) -> None:
-    """An entry dead-lettered for another reason: its screenshot is copied aside, out of the reconciliation's
-    reach, and the dead letter names the copy."""
+    """An entry dead-lettered for another reason: its screenshot and whole record are copied aside, out of the
+    reconciliation's reach, and the dead letter names the copies."""
     client = redis.Redis.from_url(redis_url)
     store.put(blob_key(image(7)), image(7))
-    fields = encode_event(StepEvent(step=0, **REF), png_key=blob_key(image(7)))
+    store.put(blob_key(b'{"whole": "record"}', ".json"), b'{"whole": "record"}')
+    fields = encode_event(StepEvent(step=0, **REF), png_key=blob_key(image(7)),
+                          record_key=blob_key(b'{"whole": "record"}', ".json"))
     fields[b"data"] = fields[b"data"].replace(b'"step":0', b'"step":-1')  # fails validation: a poison entry
     entry_id = client.xadd(keys.EVENTS_STREAM, fields)  # type: ignore[arg-type]
     assert sink(redis_url, store).process_once() == 1
     ((_, dead),) = client.xrange(keys.DEAD_LETTER_STREAM)
     assert dead[b"png_key"] == f"_dead_letters/{entry_id.decode()}.png".encode()
     assert store.get(dead[b"png_key"].decode()) == image(7)
+    assert dead[b"record_key"] == f"_dead_letters/{entry_id.decode()}.json".encode()
+    assert store.get(dead[b"record_key"].decode()) == b'{"whole": "record"}'
