@@ -120,7 +120,7 @@ class EventPublisher:
     CHECK_EVERY_S = 1.0
 
     def __init__(self, client: redis.Redis, backlog_bytes: int, wait_s: float, shards: int = 1,
-                 blobs: BlobWriter | None = None, blob_retry_s: float = 30.0) -> None:
+                 blobs: BlobWriter | None = None, blob_retry_s: float = 300.0) -> None:
         self.client = client
         self.backlog_bytes = backlog_bytes
         self.wait_s = wait_s

@@ -60,7 +60,8 @@ class RunnerSettings(ServiceSettings, EventShardSettings):
     (`RUNNER_S3_ACCESS_KEY`, `RUNNER_S3_SECRET_KEY`: PutObject on `{bucket}/_blobs/*` only,
     `deploy/policies/`), never the sink's `S3_ACCESS_KEY`; endpoint, TLS and region are the shared `S3_*`
     unless `RUNNER_S3_*` say otherwise. A put failing with transport or 5xx errors is retried for
-    `blob_retry_s` seconds.
+    `blob_retry_s` seconds (300, as long as `backpressure_wait_s`: a store outage stalls the runners as the
+    sink's backlog did when PNGs went through the stream), then the attempt ends as `env_error`.
     `workers`: RQ workers in this runner process (`services/runner/pool.py`): above 1, the process imports
     the job code once and forks that many workers, which share it copy-on-write; each has its own id
     (`<id>-w<slot>`), Redis connections, env provider and reaper.
@@ -126,7 +127,7 @@ class RunnerSettings(ServiceSettings, EventShardSettings):
         "RUNNER_S3_ACCESS_KEY", "runner_s3_access_key"))
     s3_secret_key: SecretStr = Field(default=SecretStr(""), validation_alias=AliasChoices(
         "RUNNER_S3_SECRET_KEY", "runner_s3_secret_key"))
-    blob_retry_s: float = Field(default=30.0, ge=0.0)
+    blob_retry_s: float = Field(default=300.0, ge=0.0)
 
     @model_validator(mode="after")
     def _store_credential(self) -> RunnerSettings:

@@ -24,7 +24,7 @@ class SinkSettings(ServiceSettings, ObjectStoreSettings, EventShardSettings):
     Blob reconciliation (`services/storage_sink/reconcile.py`): every `reconcile_interval_s` seconds (0: never)
     one sink deletes the blobs last put more than `blob_ttl_s` seconds before both now and the oldest unwritten
     event; `blob_ttl_s` must exceed the longest time from a runner's put to its event's XADD (seconds: the
-    put's retries, `RUNNER_BLOB_RETRY_S`, and for evaluation files the env's release plus
+    put's retries, `RUNNER_BLOB_RETRY_S`, 300 by default, and for evaluation files the env's release plus
     `RUNNER_FINISH_RETRY_S`)."""
 
     model_config = SettingsConfigDict(env_prefix="SINK_", extra="ignore", populate_by_name=True)
