@@ -18,7 +18,6 @@ from urllib.parse import urlparse
 
 from common.settings import ObjectStoreSettings
 
-
 #: `list_modified`'s answer: (key, last modified in seconds since the epoch) pairs (`list` is a method name below).
 Listing = list[tuple[str, float]]
 
