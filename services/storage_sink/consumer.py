@@ -10,8 +10,10 @@ its objects are written (one XACK + XDEL per batch), so XLEN is the unpersisted 
 watch for backpressure. Undecodable entries, and entries
 whose write failed more than `max_deliveries` times while the store was otherwise healthy, go to the
 dead-letter stream, which is capped at `dead_letter_max` entries (approximate MAXLEN); a dead
-letter's PNG is stored aside in the object store (`_dead_letters/{entry_id}.png`; of event shard n > 0:
-`_dead_letters/shard-{n}/{entry_id}.png`) and the entry keeps only its key and its source stream.
+letter's PNG (its bytes, or the blob its `png_key` names) is stored aside in the object store
+(`_dead_letters/{entry_id}.png`; of event shard n > 0: `_dead_letters/shard-{n}/{entry_id}.png`) and the
+entry keeps only that key (`png_key`) and its source stream. A step whose blob is missing from the store
+(`writer.MissingBlob`) fails like any write while the store is healthy: retried, then dead-lettered.
 A consumer reads one stream (one shard of the events, `common.eventshards`); a sink runs one per shard
 it is assigned (`services/storage_sink/__main__.py`).
 
@@ -40,7 +42,7 @@ from prometheus_client import Counter, Histogram
 
 from common import keys
 from common import redis_typed as rt
-from common.events import decode_event
+from common.events import decode_event, png_key_of, record_key_of
 from services.storage_sink.batch import Entry, Outcome, TrajectoryBatch
 from services.storage_sink.settings import SinkSettings
 from services.storage_sink.writer import TrajectoryWriter
@@ -187,20 +189,35 @@ class SinkConsumer:
     def _dead_letter(self, entry_id: bytes, fields: dict[bytes, bytes], error: str) -> None:
         dead: dict[Any, Any] = {k: v for k, v in fields.items() if k != b"png"}
         dead.update({b"error": error.encode(), b"source_id": entry_id, b"source_stream": self.stream.encode()})
-        png = fields.get(b"png")
-        if png is not None:
-            # Entry ids repeat across shards: a shard's own folder (shard 0 keeps the folder of one stream).
-            shard = self.stream.removeprefix(keys.EVENTS_STREAM).strip(":")
-            key = f"{DEAD_LETTER_PREFIX}/{f'shard-{shard}/' if shard else ''}{entry_id.decode()}.png"
-            try:
-                self.writer.store.put(key, png, "image/png")
+        png, blob = fields.get(b"png"), fields.get(b"png_key")
+        if png is not None or blob is not None:
+            key = f"{DEAD_LETTER_PREFIX}/{self._shard_folder()}{entry_id.decode()}.png"
+            try:  # a blob is copied aside: the reconciliation deletes blobs once no entry in the stream needs them
+                if png is not None:
+                    self.writer.store.put(key, png, "image/png")
+                else:
+                    self.writer.store.copy(png_key_of(fields) or "", key)
                 dead[b"png_key"] = key.encode()
-            except Exception as exc:  # the store failed too: keep Redis bounded, say what was lost
-                dead[b"png_dropped"] = f"{len(png)} bytes: {exc!r}".encode()
+            except Exception as exc:  # the store failed too (or no such blob): keep Redis bounded, say what was lost
+                what = f"{len(png)} bytes" if png is not None else f"blob {blob!r}"
+                dead[b"png_dropped"] = f"{what}: {exc!r}".encode()
+        if b"record_key" in fields:  # the whole record, aside too (`.json` next to the PNG)
+            aside = f"{DEAD_LETTER_PREFIX}/{self._shard_folder()}{entry_id.decode()}.json"
+            try:
+                self.writer.store.copy(record_key_of(fields) or "", aside)
+                dead[b"record_key"] = aside.encode()
+            except Exception as exc:
+                dead[b"record_dropped"] = f"blob {fields[b'record_key']!r}: {exc!r}".encode()
         self.client.xadd(keys.DEAD_LETTER_STREAM, dead, maxlen=self.settings.dead_letter_max, approximate=True)
         self._done(entry_id)
         DEAD.inc()
         log.error("dead-lettered %s: %s", entry_id, error)
+
+    def _shard_folder(self) -> str:
+        """Entry ids repeat across shards: a shard's own folder under the dead letters (`shard-{n}/`; shard 0
+        keeps the folder of one stream: "")."""
+        shard = self.stream.removeprefix(keys.EVENTS_STREAM).strip(":")
+        return f"shard-{shard}/" if shard else ""
 
     def _deliveries(self, entry_id: bytes) -> int:
         info: Any = self.client.xpending_range(self.stream, keys.SINK_GROUP, min=entry_id, max=entry_id,
@@ -263,12 +280,13 @@ class SinkConsumer:
         for entry_id, fields in entries:
             try:
                 event, png = decode_event(fields)
+                png_key, record_key = png_key_of(fields), record_key_of(fields)
                 prefix = self.writer.prefix(event)
             except ValueError as exc:
                 self._dead_letter(entry_id, fields, f"undecodable: {exc}")
                 dead += 1
                 continue
-            groups.setdefault(prefix, []).append(Entry(entry_id, fields, event, png))
+            groups.setdefault(prefix, []).append(Entry(entry_id, fields, event, png, png_key, record_key))
         return groups, dead
 
     def persist(self, entries: Entries) -> tuple[int, int]:
