@@ -1,7 +1,11 @@
 """Versioned events on the Redis Stream (SPEC section 7): `cua.step.v1` and `cua.episode.v1`.
 
 Stream entry fields: `type` (`step` | `episode`), `data` (JSON of one of these models), and for
-steps `png` (the screenshot the step acted on, PNG bytes).
+steps either `png_key` (the object-store key the runner put the screenshot the step acted on under,
+`common.blobs`: `_blobs/{sha256}.png`) or, from a runner without a store, `png` (the PNG bytes). A step
+whose record is large (token ids and logprobs) may also carry `record_key`: the blob holding the whole
+record's JSON (`_blobs/{sha256}.json`), while `data` holds the record without its token arrays
+(`without_token_arrays`); the stored step file is the blob's bytes.
 """
 
 from __future__ import annotations
@@ -150,13 +154,51 @@ class EpisodeEvent(RolloutRef):
     model_config = {"populate_by_name": True}
 
 
-def encode_event(event: StepEvent | EpisodeEvent, png: bytes | None = None) -> dict[str, bytes]:
-    """Stream entry fields for an event: `{type, data[, png]}` as bytes."""
+def encode_event(event: StepEvent | EpisodeEvent, png: bytes | None = None, png_key: str | None = None,
+                 record_key: str | None = None) -> dict[bytes, bytes]:
+    """Stream entry fields for an event: `{type, data[, png][, png_key][, record_key]}` as bytes (give a step's
+    screenshot as its blob key, `png_key`, or as bytes, `png`; with `record_key`, `event` is the record
+    without its token arrays and the blob holds the whole one)."""
     kind = "step" if isinstance(event, StepEvent) else "episode"
     fields = {b"type": kind.encode(), b"data": event.model_dump_json(by_alias=True).encode()}
     if png is not None:
         fields[b"png"] = png
-    return fields  # type: ignore[return-value]
+    if png_key is not None:
+        fields[b"png_key"] = png_key.encode()
+    if record_key is not None:
+        fields[b"record_key"] = record_key.encode()
+    return fields
+
+
+def without_token_arrays(event: StepEvent) -> StepEvent:
+    """`event` without its bulky arrays (token ids, logprobs, prompt token ids; those of its discarded replies
+    too): what a step's stream entry carries when the whole record went to the store (`record_key`)."""
+    discarded = [d.model_copy(update={"token_ids": None, "logprobs": None}) for d in event.discarded]
+    return event.model_copy(update={"token_ids": None, "logprobs": None, "prompt_token_ids": None,
+                                    "discarded": discarded})
+
+
+def _blob_field(fields: dict[bytes, bytes], name: bytes) -> str | None:
+    from common.blobs import check_blob_key
+
+    raw = fields.get(name)
+    if raw is None:
+        return None
+    try:
+        return check_blob_key(raw.decode())
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"stream entry's {name.decode()} is not text: {exc}") from exc
+
+
+def png_key_of(fields: dict[bytes, bytes]) -> str | None:
+    """The entry's screenshot blob key (`png_key`), or None. Raises: ValueError when it is not a blob key
+    (`common.blobs.check_blob_key`: a poison entry)."""
+    return _blob_field(fields, b"png_key")
+
+
+def record_key_of(fields: dict[bytes, bytes]) -> str | None:
+    """The entry's whole-record blob key (`record_key`), or None. Raises: ValueError as `png_key_of`."""
+    return _blob_field(fields, b"record_key")
 
 
 def decode_event(fields: dict[bytes, bytes]) -> tuple[StepEvent | EpisodeEvent, bytes | None]:

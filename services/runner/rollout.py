@@ -18,6 +18,7 @@ from typing import Any
 
 import redis
 
+from common.blobs import open_blob_writer
 from common.env_client import DesktopEnvClient, EnvError
 from common.envpool import EnvPool, Lease, LeaseKeeper
 from common.events import EpisodeEvent
@@ -33,7 +34,7 @@ from services.runner.model_client import ModelClient, shared_model_client
 from services.runner.osworld import EvalContext, EvalError, SetupContext, SetupError, evaluate, run_setup
 from services.runner.osworld.evidence import Evidence
 from services.runner.outcome import EpisodeStop, RolloutOutcome, StepTotals
-from services.runner.publisher import BackpressureTimeout, EventPublisher, retry_redis
+from services.runner.publisher import BackpressureTimeout, BlobPutError, EventPublisher, retry_redis
 from services.runner.settings import RunnerSettings
 from services.runner.steps import Episode, StepLoop
 
@@ -59,8 +60,10 @@ class RolloutRunner:
         self.settings = settings
         self.pool = EnvPool(client)
         self.provider = make_provider(settings, client)
+        blobs = open_blob_writer(settings.store_url, settings.s3_endpoint, settings.s3_access_key.get_secret_value(),
+                                 settings.s3_secret_key.get_secret_value(), settings.s3_secure, settings.s3_region)
         self.publisher = EventPublisher(client, settings.stream_backlog_bytes, settings.backpressure_wait_s,
-                                        settings.event_shards)
+                                        settings.event_shards, blobs, settings.blob_retry_s)
         self.steps = StepLoop(client, settings, self.publisher)
 
     def model_client(self) -> ModelClient:
@@ -249,6 +252,9 @@ class RolloutRunner:
         except (redis.RedisError, BackpressureTimeout) as exc:  # the event stream failed: infrastructure
             outcome = RolloutOutcome(status=RolloutStatus.ENV_ERROR, error=f"event stream unavailable: {exc!r}",
                                      num_steps=totals.steps)
+        except BlobPutError as exc:  # the object store refused or failed a step file: infrastructure
+            outcome = RolloutOutcome(status=RolloutStatus.ENV_ERROR, error=f"object store unavailable: {exc}",
+                                     num_steps=totals.steps)
         except Exception as exc:  # a bug: end the episode, free the env, and show it as a bug (never infra)
             log.exception("rollout %s crashed", job.rollout_id)
             outcome = RolloutOutcome(status=RolloutStatus.RUNNER_ERROR, error=bug_report(exc),
@@ -318,9 +324,21 @@ class RolloutRunner:
             raise EpisodeStop(RolloutStatus.EVAL_ERROR, f"evaluation failed: {exc}") from exc
         except EnvError as exc:
             raise EpisodeStop(RolloutStatus.ENV_ERROR, f"env failed during evaluation: {exc}") from exc
-        outcome.evaluation = {**evidence.to_json(),
-                              "files": {name: base64.b64encode(data).decode() for name, data in evidence.files.items()}}
+        outcome.evaluation = {**evidence.to_json(), **self._evidence_files(evidence.files)}
         return outcome
+
+    def _evidence_files(self, files: dict[str, bytes]) -> dict[str, dict[str, str]]:
+        """The evaluation's files for its end event: `{"file_keys": {name: blob key}}` when the runner has a
+        store (each put first, `EventPublisher.put_file`), else `{"files": {name: base64}}` inline.
+        Raises: BlobPutError (caught by `_episode` as an infrastructure failure)."""
+        if self.publisher.blobs is None:
+            return {"files": {name: base64.b64encode(data).decode() for name, data in files.items()}}
+        keys = {}
+        for name, data in files.items():
+            key = self.publisher.put_file(data, "application/octet-stream", "")
+            assert key is not None  # the publisher has a blob writer
+            keys[name] = key
+        return {"file_keys": keys}
 
     def _setup_context(self, screen: tuple[int, int], log: list[dict[str, Any]] | None = None) -> SetupContext:
         return SetupContext(client_password=self.settings.client_password, screen=screen,
