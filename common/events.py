@@ -41,12 +41,16 @@ class ExecResult(BaseModel):
 
 
 class StepTimings(BaseModel):
-    """Milliseconds spent in the model call, the env (screenshot + execute), waiting for the screen to
-    settle after the actions (`settle_ms`, see `services/runner/settle.py`; 0 when nothing ran) and
-    the whole step. `settle_capped` is true when the screen was still changing at the cap."""
+    """The one timing record of a step (ms): the model call (re-samples included), the env (`env_ms` =
+    `action_ms` (`/execute`) + `screenshot_ms` (screenshot and accessibility tree)), waiting for the screen
+    to settle after the actions (`settle_ms`, see `services/runner/settle.py`; 0 when nothing ran) and the
+    whole step up to publishing its event (`step_ms`). `settle_capped` is true when the screen was still
+    changing at the cap. The runner's attempt timings sum these (`services/runner/timings.py`)."""
 
     model_ms: float = 0.0
     env_ms: float = 0.0
+    action_ms: float = 0.0
+    screenshot_ms: float = 0.0
     settle_ms: float = 0.0
     settle_capped: bool = False
     step_ms: float = 0.0
