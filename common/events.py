@@ -1,12 +1,17 @@
 """Versioned events on the Redis Stream (SPEC section 7): `cua.step.v1` and `cua.episode.v1`.
 
 Stream entry fields: `type` (`step` | `episode`), `data` (JSON of one of these models), and for
-steps `png` (the screenshot the step acted on, PNG bytes).
+steps `png` (the screenshot the step acted on, PNG bytes) and any number of `blob:<name>` fields: images a
+gateway session's request carried, by content (`blob_name`: `blob_<sha256 hex>.<ext>`); the step's
+`request_messages` refer to them by that name and the sink stores each once per trajectory.
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
 import time
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -108,6 +113,12 @@ class StepEvent(RolloutRef):
     prompt_token_ids: list[int] | None = None
     discarded: list[DiscardedReply] = Field(default_factory=list)
     parse_error: str | None = None
+    #: A call of a gateway session (services/model_gateway/sessions.py): its session id, the request's chat
+    #: messages with every inline image replaced by a reference to a blob (`image_ref` parts, `blob_name`),
+    #: and its other request fields (model, sampling); `step` is then the call's 0-based index in the session.
+    session_id: str | None = None
+    request_messages: list[dict[str, Any]] | None = None
+    request_params: dict[str, Any] = Field(default_factory=dict)
 
     model_config = {"populate_by_name": True}
 
@@ -150,20 +161,51 @@ class EpisodeEvent(RolloutRef):
     model_config = {"populate_by_name": True}
 
 
-def encode_event(event: StepEvent | EpisodeEvent, png: bytes | None = None) -> dict[str, bytes]:
-    """Stream entry fields for an event: `{type, data[, png]}` as bytes."""
+BLOB_FIELD_PREFIX = b"blob:"
+_BLOB_NAME = re.compile(r"^blob_([0-9a-f]{64})\.([a-z0-9]{1,8})$")
+
+
+def blob_name(data: bytes, extension: str) -> str:
+    """The content-addressed file name of `data`: `blob_<sha256 hex of data>.<extension>` (e.g. `png`)."""
+    return f"blob_{hashlib.sha256(data).hexdigest()}.{extension}"
+
+
+def check_blob(name: str, data: bytes) -> None:
+    """Raises: ValueError when `name` is not a `blob_name` or not the name of `data` (its SHA-256 differs)."""
+    match = _BLOB_NAME.match(name)
+    if match is None:
+        raise ValueError(f"blob name {name!r} is not blob_<sha256 hex>.<extension>")
+    if hashlib.sha256(data).hexdigest() != match.group(1):
+        raise ValueError(f"blob {name!r}: its {len(data)} bytes have another SHA-256")
+
+
+def blobs_of(fields: Mapping[bytes, bytes]) -> dict[str, bytes]:
+    """The `blob:<name>` fields of a stream entry, by name (not checked: `decode_event` checks them)."""
+    return {key[len(BLOB_FIELD_PREFIX):].decode(): value for key, value in fields.items()
+            if key.startswith(BLOB_FIELD_PREFIX)}
+
+
+def encode_event(event: StepEvent | EpisodeEvent, png: bytes | None = None,
+                 blobs: Mapping[str, bytes] | None = None) -> dict[str, bytes]:
+    """Stream entry fields for an event: `{type, data[, png][, blob:<name>...]}` as bytes; `blobs` maps
+    `blob_name`s to their bytes (steps only)."""
     kind = "step" if isinstance(event, StepEvent) else "episode"
     fields = {b"type": kind.encode(), b"data": event.model_dump_json(by_alias=True).encode()}
     if png is not None:
         fields[b"png"] = png
+    for name, data in (blobs or {}).items():
+        fields[BLOB_FIELD_PREFIX + name.encode()] = data
     return fields  # type: ignore[return-value]
 
 
 def decode_event(fields: dict[bytes, bytes]) -> tuple[StepEvent | EpisodeEvent, bytes | None]:
     """Parse stream entry fields back into an event and its PNG (or None).
 
-    Raises: ValueError when `type` is unknown or `data` does not validate (a poison entry).
+    Raises: ValueError when `type` is unknown, `data` does not validate or a `blob:` field is not named by
+    its content's hash (a poison entry).
     """
+    for name, blob in blobs_of(fields).items():
+        check_blob(name, blob)
     kind = fields.get(b"type", b"").decode()
     data = fields.get(b"data")
     if data is None:

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 
-from common.events import EpisodeEvent, StepEvent
+from common.events import EpisodeEvent, StepEvent, blobs_of
 from common.objectstore import ObjectStore
 from services.storage_sink.writer import Put, TrajectoryWriter
 
@@ -120,7 +120,8 @@ class TrajectoryBatch:
             if entry.event.attempt < current:
                 outcomes[entry.entry_id] = Outcome.DROPPED
             else:
-                jobs.append((entry, self.writer.step_puts(self.prefix, entry.event, entry.png, entry.fields[b"data"])))
+                jobs.append((entry, self.writer.step_puts(self.prefix, entry.event, entry.png, entry.fields[b"data"],
+                                                          blobs_of(entry.fields))))
         return self._run(jobs, outcomes)
 
     def _end(self, entry: Entry, current: int, outcomes: dict[bytes, Outcome]) -> bool:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +29,12 @@ from common.run import trajectory_prefix
 
 #: Files of a finished attempt, deleted when a newer attempt starts.
 _FINAL_FILES = ("manifest.json", "reward.txt", "final_messages.json", "evaluation.json")
+
+
+def _media_type(name: str) -> str:
+    """Content type of a blob by its extension (`image/<ext>`; `jpg` is `image/jpeg`)."""
+    extension = name.rsplit(".", 1)[-1]
+    return "image/jpeg" if extension == "jpg" else f"image/{extension}"
 
 
 def _json(data: Any) -> bytes:
@@ -65,13 +72,19 @@ class TrajectoryWriter:
         except KeyError:
             return 0
 
-    def step_puts(self, prefix: str, event: StepEvent, png: bytes | None, data: bytes | None = None) -> list[Put]:
-        """The objects of a step (its PNG when it has one, its JSON); independent of each other.
+    def step_puts(self, prefix: str, event: StepEvent, png: bytes | None, data: bytes | None = None,
+                  blobs: Mapping[str, bytes] | None = None) -> list[Put]:
+        """The objects of a step (its PNG when it has one, its blobs, its JSON); independent of each other.
+
+        `blobs`: the entry's content-addressed images (`common.events.blob_name`, checked when the entry was
+        decoded), stored as `{prefix}/<name>`: a session re-sends its earlier screenshots in every call, and
+        each is stored once (a redelivery or a second sender rewrites the same bytes under the same key).
 
         `data`: the event's JSON as the runner published it (`common.events.encode_event`, which `event` was
         validated from): stored as it is, compact, instead of encoding `event` again (a step's token ids made the
         sink's re-encoding with indentation ~5 % of its Python time and its files ~1.7x larger)."""
         puts = [Put(f"{prefix}/image_{event.step:04d}.png", png, "image/png")] if png is not None else []
+        puts += [Put(f"{prefix}/{name}", blob, _media_type(name)) for name, blob in (blobs or {}).items()]
         body = data if data is not None else event.model_dump_json(by_alias=True).encode()
         puts.append(Put(f"{prefix}/step_{event.step:04d}.json", body, "application/json"))
         return puts
