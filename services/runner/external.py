@@ -9,8 +9,8 @@
    `CUA_SESSION_ID`, and `CUA_RESULT_FILE`: where the program may write its verdict, `DONE` or `FAIL` (the
    task's evaluator reads the last action: an infeasible task scores 1 on `FAIL`, as in OSWorld).
 3. It waits for the program to exit, at most `agent_options.timeout_s` (then the process group is killed and
-   the episode is `truncated`); a non-zero exit is the agent's failure (`agent_fail`, scored; the end of its
-   stderr in the error).
+   the episode is `truncated`); a non-zero exit, or the verdict `FAIL`, is the agent's failure (`agent_fail`,
+   scored; the end of its stderr in the error of a non-zero exit).
 4. It closes the session (its records come back) and reads the actions the env executed meanwhile; each
    action joins the last call that started before it (actions before any call join the first), and every call
    is published again as its `cua.step.v1` record with those `actions` and the last one's `execution` (same
@@ -199,4 +199,7 @@ def run_external(episode: ExternalEpisode) -> RolloutOutcome:
     if code != 0:
         return RolloutOutcome(status=RolloutStatus.AGENT_FAIL, num_steps=len(steps), last_action=last_action,
                               error=f"the external agent exited with code {code}: {stderr}")
+    if last_action == "FAIL":  # the agent gave up (OSWorld's FAIL): scored, as the step loop's agents' FAIL is
+        return RolloutOutcome(status=RolloutStatus.AGENT_FAIL, num_steps=len(steps), last_action=last_action,
+                              error="the external agent answered FAIL")
     return RolloutOutcome(status=RolloutStatus.COMPLETED, num_steps=len(steps), last_action=last_action)
