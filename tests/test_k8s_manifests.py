@@ -277,7 +277,8 @@ def test_network_policies(overlay: str) -> None:
     assert not net.allowed(Endpoint(ENV_NS, {"app": "cua-env"}), ENV_POD, 5000)  # env to env
     # Redis: our Redis clients and KEDA's operator
     # (the gateway: its sessions publish their calls on the event stream)
-    assert [c for c in SERVICES if net.allowed(_pod(c), _pod("redis"), 6379)] == ["producer", "gateway", "runner", "sink"]
+    redis_clients = [c for c in SERVICES if net.allowed(_pod(c), _pod("redis"), 6379)]
+    assert redis_clients == ["producer", "gateway", "runner", "sink"]
     assert net.allowed(KEDA, _pod("redis"), 6379)
     assert not net.allowed(ENV_POD, _pod("redis"), 6379)
     assert not net.allowed(Endpoint("default", {"app": "x"}), _pod("redis"), 6379)

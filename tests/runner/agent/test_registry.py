@@ -49,7 +49,8 @@ def test_the_catalogue_and_the_registry_agree_on_options(agent: str, options: di
 
 
 def test_an_unknown_agent_is_named_with_the_known_ones() -> None:
-    with pytest.raises(UnknownAgent, match="unknown agent 'gpt' .known: external, osworld_prompt, qwen_vl_computer_use"):
+    with pytest.raises(UnknownAgent,
+                       match="unknown agent 'gpt' .known: external, osworld_prompt, qwen_vl_computer_use"):
         make_agent("gpt", {}, "task", (1920, 1080), "password")
     with pytest.raises(ValueError, match="unknown agent 'gpt' .known: ui_tars_1_5, osworld_prompt"):
         check_agent("gpt", {})
