@@ -21,7 +21,7 @@ from PIL import Image
 
 from common import keys
 from common.events import EpisodeEvent, StepEvent, blobs_of, decode_event
-from common.polling import wait_until
+from common.polling import free_port, wait_until
 from services.model_gateway.server import create_app as create_gateway
 from services.model_gateway.settings import GatewaySettings
 from services.scripted_policy.server import create_app as create_policy
@@ -170,3 +170,23 @@ def test_bad_requests_are_named(gateway: str) -> None:
     assert no_messages.status_code == 400 and "'messages' list" in no_messages.json()["error"]
     not_json = httpx.post(f"{info['base_url']}/chat/completions", content=b"{", timeout=5)
     assert not_json.status_code == 400 and "bad chat completion request" in not_json.json()["error"]
+
+
+def test_without_redis_nothing_goes_unrecorded(tmp_path: Path) -> None:
+    """Redis unreachable: a session cannot open with its start event, and a call whose record cannot be published
+    is answered 503 naming it (the agent may retry; no answer goes out unrecorded)."""
+    (tmp_path / "sort.json").write_text(json.dumps({"instruction": INSTRUCTION, "replies": REPLIES}))
+    with ExitStack() as stack:
+        replica = stack.enter_context(serve_app(create_policy(ScriptedPolicySettings(scripts_dir=tmp_path))))
+        settings = GatewaySettings(replicas=replica, redis_url=f"redis://127.0.0.1:{free_port()}/0",
+                                   health_interval_s=0.1, session_publish_timeout_s=0.5)
+        url = stack.enter_context(serve_app(create_gateway(settings)))
+        wait_until(lambda: httpx.get(f"{url}/healthz", timeout=5).json().get("routable") == 1, 10, "replica")
+        refused = httpx.post(f"{url}/v1/sessions", timeout=10)
+        assert refused.status_code == 503 and "could not publish the session's start event" in refused.text
+        info = open_session(url, episode_events=False)
+        client = openai.OpenAI(base_url=info["base_url"], api_key="unused", max_retries=0)
+        with pytest.raises(openai.InternalServerError, match="could not publish the record of call 0"):
+            client.chat.completions.create(model="policy", messages=[{"role": "user", "content": INSTRUCTION}])
+        shown = httpx.get(f"{url}/v1/sessions/{info['session_id']}", timeout=5).json()
+        assert shown["calls"] == 0 and shown["records"] == []
