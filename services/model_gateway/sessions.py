@@ -176,6 +176,31 @@ def inner_request(request: Request, body: bytes, session_id: str) -> Request:
     return Request(scope, receive)
 
 
+async def forward(request: Request, body: bytes, session_id: str, state: GatewayState) -> Response:
+    """The gateway's own forwarding of a completion (`proxy.forward`: routing, retries, deadlines, version
+    headers) with `body` instead of the client's and the session as the sticky key. The one call of the proxy's
+    forwarding in this module (a forwarding function taking `body=` and `session=` replaces `inner_request`)."""
+    return await proxy.forward(inner_request(request, body, session_id), CHAT_PATH, state)
+
+
+def _is_event_stream(response: Response) -> bool:
+    return response.headers.get("content-type", "").split(";", 1)[0].strip() == "text/event-stream"
+
+
+async def _chunks(response: Response) -> AsyncIterator[bytes]:
+    """An answer's bytes as the forwarding gives them: chunk by chunk when it relays them as they arrive."""
+    if isinstance(response, StreamingResponse):
+        async for chunk in response.body_iterator:
+            yield chunk if isinstance(chunk, bytes) else str(chunk).encode()
+    else:
+        yield bytes(response.body)
+
+
+async def _content(response: Response) -> bytes:
+    """A non-streamed answer's bytes, whether the forwarding buffered it or relays it as it arrives."""
+    return b"".join([chunk async for chunk in _chunks(response)])
+
+
 def _answer_headers(response: Response) -> dict[str, str]:
     return {k: v for k, v in response.headers.items() if k.lower() not in ("content-length", "content-type")}
 
@@ -201,18 +226,17 @@ async def session_chat(session_id: str, request: Request, state: GatewayState = 
     with contextlib.ExitStack() as stack:
         stack.enter_context(sessions.call(session))
         started_at, started = time.time(), time.perf_counter()
-        response = await proxy.forward(inner_request(request, json.dumps(prepared).encode(), session.id),
-                                       CHAT_PATH, state)
+        response = await forward(request, json.dumps(prepared).encode(), session.id, state)
         forward_ms = (time.perf_counter() - started) * 1000.0
         if response.status_code != 200:
             return response  # not answered: nothing to record
-        if isinstance(response, StreamingResponse):
+        if _is_event_stream(response):
             release = stack.pop_all().close  # the call stays in flight until the stream ends
             return StreamingResponse(
                 _recorded_stream(response, sessions, session, body, started_at, started, release),
                 status_code=200, headers=_answer_headers(response), media_type="text/event-stream")
         try:
-            payload = json.loads(bytes(response.body))
+            payload = json.loads(await _content(response))
             event, blobs = call_event(session.ref, session.id, 0, body, payload, dict(response.headers),
                                       CallTiming(started_at, (time.perf_counter() - started) * 1000.0, forward_ms))
             recorded = await sessions.record(session, event, blobs)
@@ -224,7 +248,7 @@ async def session_chat(session_id: str, request: Request, state: GatewayState = 
                         headers={**_answer_headers(response), "X-Session-Step": str(recorded.step)})
 
 
-async def _recorded_stream(response: StreamingResponse, sessions: SessionManager, session: Session,
+async def _recorded_stream(response: Response, sessions: SessionManager, session: Session,
                            body: dict[str, object], started_at: float, started: float,
                            release: Callable[[], None]) -> AsyncIterator[bytes]:
     """Relay a streamed answer unchanged, collecting it, one chunk behind: the last chunk (vLLM's
@@ -234,8 +258,7 @@ async def _recorded_stream(response: StreamingResponse, sessions: SessionManager
     transcript = StreamTranscript()
     held: bytes | None = None
     try:
-        async for chunk in response.body_iterator:
-            data = chunk if isinstance(chunk, bytes) else str(chunk).encode()
+        async for data in _chunks(response):
             transcript.feed(data)
             if held is not None:
                 yield held
