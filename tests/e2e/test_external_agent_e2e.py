@@ -72,8 +72,11 @@ def test_agent_s_reaches_the_scripted_rewards(finished: tuple[LocalStack, dict[s
 def test_the_trajectory_joins_every_call_with_the_executed_actions(finished: tuple[LocalStack, dict[str, Any]]) -> None:
     stack, _ = finished
     manifest = _file(stack, RENAME, "manifest.json")
-    assert manifest["agent"] == "external" and manifest["num_steps"] >= 5  # 5 worker calls, plus reflections
+    # Agent S makes several calls per action: its worker's 5 (one per action), and from the second action on
+    # its reflection agent's 4, each a call of the session and a step of the trajectory
+    assert manifest["agent"] == "external" and manifest["num_steps"] == 9
     steps = [_file(stack, RENAME, name) for name in manifest["steps"]]
+    assert sum("(Grounded Action)" in s["response"] for s in steps) == 5
     assert len({s["session_id"] for s in steps}) == 1
     assert all(s["token_ids"] and s["prompt_token_ids"] and s["logprobs"] for s in steps)
     assert [s["step"] for s in steps] == list(range(len(steps)))
