@@ -3,11 +3,12 @@
 1. The runner opens a gateway session for the rollout (`POST /v1/sessions`, `episode_events: false`: the runner
    publishes the episode's start and end itself) and notes the env's last executed action (`GET /execute_log`).
 2. It starts the program (the command line `RUNNER_EXTERNAL_AGENTS` maps the run's `agent_options.command`
-   to; its own process group) with these environment variables: `OSWORLD_SERVER_URL` (the env pod's OSWorld
-   HTTP server), `OPENAI_BASE_URL` (the session's), `OPENAI_API_KEY` (`RUNNER_GATEWAY_API_KEY`, else `EMPTY`),
-   `CUA_MODEL`, `CUA_INSTRUCTION`, `CUA_MAX_STEPS`, `CUA_SCREEN_WIDTH` / `CUA_SCREEN_HEIGHT` (pixels),
-   `CUA_SESSION_ID`, and `CUA_RESULT_FILE`: where the program may write its verdict, `DONE` or `FAIL` (the
-   task's evaluator reads the last action: an infeasible task scores 1 on `FAIL`, as in OSWorld).
+   to; its own process group) with only `INHERITED_ENV` of the runner's environment (never its secrets) and:
+   `OSWORLD_SERVER_URL` (the env pod's OSWorld HTTP server), `OPENAI_BASE_URL` (the session's),
+   `OPENAI_API_KEY` (`RUNNER_GATEWAY_API_KEY`, else `EMPTY`), `CUA_MODEL`, `CUA_INSTRUCTION`, `CUA_MAX_STEPS`,
+   `CUA_SCREEN_WIDTH` / `CUA_SCREEN_HEIGHT` (pixels), `CUA_SESSION_ID`, and `CUA_RESULT_FILE`: where the
+   program may write its verdict, `DONE` or `FAIL` (the task's evaluator reads the last action: an
+   infeasible task scores 1 on `FAIL`, as in OSWorld).
 3. It waits for the program to exit, at most `agent_options.timeout_s` (then the process group is killed and
    the episode is `truncated`); a non-zero exit, or the verdict `FAIL`, is the agent's failure (`agent_fail`,
    scored; the end of its stderr in the error of a non-zero exit).
@@ -108,9 +109,17 @@ def join_steps(records: list[dict[str, Any]], actions: list[dict[str, Any]]) -> 
     return out
 
 
-def _program_env(episode: ExternalEpisode, base_url: str, session_id: str, result_file: Path) -> dict[str, str]:
+#: The runner's environment variables a program inherits; nothing else (the runner's own hold secrets: Redis
+#: password, S3 keys).
+INHERITED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "PYTHONPATH", "VIRTUAL_ENV", "SSL_CERT_FILE")
+
+
+def program_env(episode: ExternalEpisode, base_url: str, session_id: str, result_file: Path) -> dict[str, str]:
+    """The program's environment: `INHERITED_ENV` from the runner's, and the episode's variables (module
+    docstring)."""
     key = episode.settings.gateway_api_key
-    return {**os.environ, "OSWORLD_SERVER_URL": episode.env_url, "OPENAI_BASE_URL": base_url,
+    inherited = {name: os.environ[name] for name in INHERITED_ENV if name in os.environ}
+    return {**inherited, "OSWORLD_SERVER_URL": episode.env_url, "OPENAI_BASE_URL": base_url,
             "OPENAI_API_KEY": key.get_secret_value() if key else "EMPTY", "CUA_MODEL": episode.job.model,
             "CUA_INSTRUCTION": episode.job.task.instruction, "CUA_MAX_STEPS": str(episode.job.max_steps),
             "CUA_SCREEN_WIDTH": str(episode.screen[0]), "CUA_SCREEN_HEIGHT": str(episode.screen[1]),
@@ -170,7 +179,7 @@ def run_external(episode: ExternalEpisode) -> RolloutOutcome:
             result_file = work / "result.txt"
             started = time.monotonic()
             totals.first_model_at = started
-            code, stderr = _run_program(argv, _program_env(episode, info["base_url"], info["session_id"], result_file),
+            code, stderr = _run_program(argv, program_env(episode, info["base_url"], info["session_id"], result_file),
                                         timeout_s, work)
             totals.steps_ms = (time.monotonic() - started) * 1000.0
             verdict = result_file.read_text().strip().upper() if result_file.exists() else None

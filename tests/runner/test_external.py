@@ -3,6 +3,7 @@ the env's executed actions join into steps (the whole path: tests/e2e/test_exter
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,8 +12,8 @@ from common.events import StepEvent
 from common.run import RolloutJob
 from common.status import RolloutStatus
 from common.task import OSWorldTask
-from services.runner.external import command_line, join_steps
-from services.runner.outcome import EpisodeStop
+from services.runner.external import ExternalEpisode, command_line, join_steps, program_env
+from services.runner.outcome import EpisodeStop, StepTotals
 from services.runner.settings import RunnerSettings
 
 REF = {"run_id": "r", "task_id": "t", "rollout_index": 0, "rollout_id": "r:t:0"}
@@ -55,3 +56,20 @@ def test_a_run_names_only_a_program_of_the_runner() -> None:
                                           "agent_s") as stopped:
         command_line(job({"command": "rm -rf /"}), settings)
     assert stopped.value.status is RolloutStatus.SETUP_ERROR
+
+
+def test_the_program_gets_the_episodes_variables_and_none_of_the_runners_secrets(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("REDIS_URL", "redis://:secret@redis:6379/0")
+    monkeypatch.setenv("S3_SECRET_KEY", "secret")
+    monkeypatch.setenv("PATH", "/usr/bin")
+    settings = RunnerSettings(gateway_api_key="gw-key")  # type: ignore[arg-type]
+    episode = ExternalEpisode(job({"command": "x"}), REF, "http://env:5000", (1920, 1080), settings,
+                              None, StepTotals())  # type: ignore[arg-type]
+    env = program_env(episode, "http://gw/sessions/s-1/v1", "s-1", tmp_path / "result.txt")
+    assert "secret" not in repr(env) and env["PATH"] == "/usr/bin"
+    assert {k: env[k] for k in ("OSWORLD_SERVER_URL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "CUA_MODEL",
+                                "CUA_INSTRUCTION", "CUA_MAX_STEPS", "CUA_SCREEN_WIDTH", "CUA_SESSION_ID")} == {
+        "OSWORLD_SERVER_URL": "http://env:5000", "OPENAI_BASE_URL": "http://gw/sessions/s-1/v1",
+        "OPENAI_API_KEY": "gw-key", "CUA_MODEL": "m", "CUA_INSTRUCTION": "do it", "CUA_MAX_STEPS": "3",
+        "CUA_SCREEN_WIDTH": "1920", "CUA_SESSION_ID": "s-1"}
