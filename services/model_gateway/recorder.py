@@ -51,6 +51,19 @@ def prepare_request(body: dict[str, Any]) -> tuple[dict[str, Any], Added]:
     return out, added
 
 
+def request_bytes(raw: bytes, body: dict[str, Any], prepared: dict[str, Any]) -> bytes:
+    """The bytes to forward for `prepared` (`prepare_request` of `body`, parsed from `raw`): `raw` with the fields
+    the gateway adds written before its closing brace, when the client sent none of them (a body of megabytes of
+    screenshots is not serialised again); else `prepared` serialised (no key twice)."""
+    added = {key: value for key, value in prepared.items() if key not in body or body[key] != value}
+    if not added:
+        return raw
+    stripped = raw.rstrip()
+    if any(key in body for key in added) or not stripped.endswith(b"}"):
+        return json.dumps(prepared).encode()
+    return stripped[:-1] + (b"," if body else b"") + json.dumps(added)[1:-1].encode() + b"}"
+
+
 def strip_added(payload: dict[str, Any], added: Added) -> dict[str, Any]:
     """A JSON chat completion without the token fields the gateway added (`prepare_request`)."""
     out = dict(payload)

@@ -36,6 +36,7 @@ from services.model_gateway.recorder import (
     StreamTranscript,
     call_event,
     prepare_request,
+    request_bytes,
     strip_added,
 )
 from services.model_gateway.session_store import (
@@ -217,7 +218,8 @@ async def session_chat(session_id: str, request: Request, state: GatewayState = 
     except SessionNotFound as exc:
         return _error(404, str(exc))
     try:
-        body = json.loads(await request.body())
+        raw = await request.body()
+        body = json.loads(raw)
         if not isinstance(body, dict):
             raise ValueError("the body must be a JSON object")
         prepared, added = prepare_request(body)
@@ -226,7 +228,7 @@ async def session_chat(session_id: str, request: Request, state: GatewayState = 
     with contextlib.ExitStack() as stack:
         stack.enter_context(sessions.call(session))
         started_at, started = time.time(), time.perf_counter()
-        response = await forward(request, json.dumps(prepared).encode(), session.id, state)
+        response = await forward(request, request_bytes(raw, body, prepared), session.id, state)
         forward_ms = (time.perf_counter() - started) * 1000.0
         if response.status_code != 200:
             return response  # not answered: nothing to record
