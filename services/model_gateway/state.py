@@ -73,4 +73,5 @@ class GatewayState:
 
 def get_state(request: Request) -> GatewayState:
     """FastAPI dependency: the app's `GatewayState`."""
-    return request.app.state.gateway  # type: ignore[no-any-return]
+    state: GatewayState = request.app.state.gateway
+    return state

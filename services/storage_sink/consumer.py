@@ -39,6 +39,7 @@ import tenacity
 from prometheus_client import Counter, Histogram
 
 from common import keys
+from common import redis_typed as rt
 from common.events import decode_event
 from services.storage_sink.batch import Entry, Outcome, TrajectoryBatch
 from services.storage_sink.settings import SinkSettings
@@ -113,7 +114,7 @@ class BatchLocks:
             return
         names = [keys.sink_lock(prefix) for prefix in sorted(self.held)]
         try:
-            released = int(self.client.eval(_RELEASE_ALL, len(names), *names, self.token))  # type: ignore[arg-type]
+            released = rt.script_int(self.client.eval(_RELEASE_ALL, len(names), *names, self.token.decode()))
         except redis.RedisError as exc:
             log.warning("could not release the locks of %d trajectories (they expire): %r", len(names), exc)
             return

@@ -46,7 +46,7 @@ async def _execute(pod: Pod, body: CommandBody) -> ExecuteReply:
     started = time.perf_counter()
     outcome, mode = await pod.execute(command, body.shell, body.timeout or pod.settings.execute_timeout_s)
     EXECUTE_SECONDS.labels(mode).observe(time.perf_counter() - started)
-    return ExecuteReply(**outcome.as_json())  # type: ignore[arg-type]
+    return ExecuteReply.model_validate(outcome.as_json())
 
 
 @router.post("/execute", response_model=ExecuteReply, responses={400: {"model": ErrorReply}})
@@ -85,7 +85,7 @@ async def execute_with_verification(pod: PodDep, body: VerifiedCommandBody) -> V
     outcome, _ = await pod.execute(command, body.shell, body.timeout or pod.settings.execute_timeout_s)
     if outcome.status != "success":
         raise OperationError(500, outcome.error.strip() or "the command could not run")
-    reply = VerifiedExecuteReply(**outcome.as_json())  # type: ignore[arg-type]
+    reply = VerifiedExecuteReply.model_validate(outcome.as_json())
     checks = body.verification
     if checks.window_exists is None and checks.command_success is None:
         return reply
