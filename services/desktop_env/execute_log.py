@@ -11,7 +11,6 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from typing import Any
 
 from pydantic import BaseModel
 
@@ -54,8 +53,9 @@ class ExecuteLog:
         self._last = 0
         self._lock = threading.Lock()
 
-    def add(self, started_at: float, command: list[str] | str, shell: bool, reply: dict[str, Any]) -> None:
-        """Log one finished `/execute` (`reply`: its OSWorld JSON body)."""
+    def add(self, started_at: float, command: list[str] | str, shell: bool, status: str, returncode: int,
+            output: str, error: str) -> None:
+        """Log one finished `/execute` (its request's command, and its reply's fields)."""
         if isinstance(command, str):
             command = _cut(command)
         else:
@@ -64,8 +64,7 @@ class ExecuteLog:
             self._last += 1
             self._entries.append(ExecutedAction(
                 seq=self._last, started_at=started_at, ended_at=time.time(), command=command, shell=shell,
-                status=str(reply.get("status", "")), returncode=int(reply.get("returncode", 0)),  # type: ignore[call-overload]
-                output=_cut(str(reply.get("output", ""))), error=_cut(str(reply.get("error", "")))))
+                status=status, returncode=returncode, output=_cut(output), error=_cut(error)))
 
     def since(self, after: int) -> ExecuteLogReply:
         """The entries numbered above `after`."""

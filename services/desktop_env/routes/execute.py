@@ -55,7 +55,8 @@ async def execute(pod: PodDep, body: CommandBody) -> ExecuteReply:
     zygote (see `zygote`), anything else as a subprocess. Logged (`execute_log`)."""
     started_at = time.time()
     reply = await _execute(pod, body)
-    pod.execute_log.add(started_at, body.command, body.shell, reply.model_dump())
+    pod.execute_log.add(started_at, body.command, body.shell, reply.status, reply.returncode, reply.output,
+                        reply.error)
     return reply
 
 
