@@ -27,7 +27,8 @@ def test_a_step_is_split_into_its_parts_and_the_runners_own_overhead() -> None:
     before = {part: _value("cua_runner_step_seconds_sum", part=part)
               for part in ("model", "action", "screenshot", "env", "settle", "overhead", "total")}
     steps = _value("cua_runner_steps_total")
-    observe_step(StepTimings(model_ms=40.0, env_ms=15.0, action_ms=10.0, screenshot_ms=5.0, settle_ms=20.0), total_ms=78.0)
+    observe_step(StepTimings(model_ms=40.0, env_ms=15.0, action_ms=10.0, screenshot_ms=5.0, settle_ms=20.0),
+                 total_ms=78.0)
     added = {part: _value("cua_runner_step_seconds_sum", part=part) - value for part, value in before.items()}
     assert added == {"model": pytest.approx(0.040), "action": pytest.approx(0.010),
                      "screenshot": pytest.approx(0.005), "env": pytest.approx(0.015),

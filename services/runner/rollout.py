@@ -27,8 +27,10 @@ from common.runstate import RolloutRecord, is_cancelled, record_rollout
 from common.status import RolloutStatus
 from common.versions import version_order_key
 from services.runner.agent.base import Agent
+from services.runner.agent.external import ExternalAgent
 from services.runner.agent.registry import make_agent
 from services.runner.envs import EnvRequest, EnvUnavailable, make_provider
+from services.runner.external import ExternalEpisode, run_external
 from services.runner.metrics import LEASE_WAIT_SECONDS, observe_attempt
 from services.runner.model_client import ModelClient, shared_model_client
 from services.runner.osworld import EvalContext, EvalError, SetupContext, SetupError, evaluate, run_setup
@@ -238,9 +240,13 @@ class RolloutRunner:
         try:
             screen = self._setup(job, env, lease, totals, setup_log)
             timings.setup_ms = (time.perf_counter() - t0) * 1000.0
-            agent = make_agent(job.agent, job.agent_options, job.task.instruction, screen,
-                               self.settings.client_password)
-            outcome = self.steps.run(Episode(job, ref, env, model, agent, keeper, totals))
+            if job.agent == ExternalAgent.name:  # a program of its own, beside the env (external.py)
+                outcome = run_external(ExternalEpisode(job, ref, env.base_url, screen, self.settings,
+                                                       self.publisher, totals))
+            else:
+                agent = make_agent(job.agent, job.agent_options, job.task.instruction, screen,
+                                   self.settings.client_password)
+                outcome = self.steps.run(Episode(job, ref, env, model, agent, keeper, totals))
             if outcome.status.has_reward:
                 t_eval = time.perf_counter()
                 outcome = self._evaluate(job, env, screen, outcome, setup_log)

@@ -83,6 +83,9 @@ class RunnerSettings(ServiceSettings, EventShardSettings):
     max_parse_retries: int = Field(default=2, ge=0)
     resample_temperature: float = Field(default=0.7, ge=0.0, le=2.0)
     wait_action_s: float = 1.0
+    #: External agents (services/runner/external.py): a run's `agent_options.command` name -> the command line
+    #: the runner starts (JSON object in `RUNNER_EXTERNAL_AGENTS`; split like a shell, never run by one).
+    external_agents: dict[str, str] = Field(default_factory=dict)
     settle_max_s: float = Field(default=2.0, ge=0.0)
     settle_quiet_s: float = Field(default=0.5, ge=0.0)
     settle_no_change_s: float = Field(default=2.0, ge=0.0)  # nothing shown yet: OSWorld's fixed 2 s
