@@ -202,7 +202,7 @@ async def _content(response: Response) -> bytes:
     return b"".join([chunk async for chunk in _chunks(response)])
 
 
-def _answer_headers(response: Response) -> dict[str, str]:
+def _response_headers(response: Response) -> dict[str, str]:
     return {k: v for k, v in response.headers.items() if k.lower() not in ("content-length", "content-type")}
 
 
@@ -236,7 +236,7 @@ async def session_chat(session_id: str, request: Request, state: GatewayState = 
             release = stack.pop_all().close  # the call stays in flight until the stream ends
             return StreamingResponse(
                 _recorded_stream(response, sessions, session, body, started_at, started, release),
-                status_code=200, headers=_answer_headers(response), media_type="text/event-stream")
+                status_code=200, headers=_response_headers(response), media_type="text/event-stream")
         try:
             payload = json.loads(await _content(response))
             event, blobs = call_event(session.ref, session.id, 0, body, payload, dict(response.headers),
@@ -247,7 +247,7 @@ async def session_chat(session_id: str, request: Request, state: GatewayState = 
         except RecordingFailed as exc:
             return _error(503, str(exc))
         return Response(json.dumps(strip_added(payload, added)), status_code=200, media_type="application/json",
-                        headers={**_answer_headers(response), "X-Session-Step": str(recorded.step)})
+                        headers={**_response_headers(response), "X-Session-Step": str(recorded.step)})
 
 
 async def _recorded_stream(response: Response, sessions: SessionManager, session: Session,

@@ -30,9 +30,9 @@ class GatewayMetrics:
         self.version_waits = Counter("gateway_version_waits_total",
                                      "Requests that waited for a replica of their policy version", registry=registry)
         self.conflicts = Counter("gateway_version_conflicts_total",
-                                 "Requests answered 409: no replica serves an accepted policy version",
+                                 "Requests responded with 409: no replica serves an accepted policy version",
                                  registry=registry)
-        self.abandoned = Counter("gateway_client_gone_total", "Requests whose client left before the answer",
+        self.abandoned = Counter("gateway_client_gone_total", "Requests whose client left before the response",
                                  registry=registry)
         self.overhead = Histogram("gateway_overhead_seconds", "Gateway time excluding upstream time (s)",
                                   registry=registry,

@@ -8,7 +8,7 @@ then the longest instruction wins. The reply index is the step the request is at
 messages in it, or, for agents that send only their last few replies (OSWorld's prompt agent, Qwen's),
 where those replies stand in the script: just after the first place the request's assistant messages
 occur in a row among the script's replies (a script whose replies repeat such a window is ambiguous).
-Past a script's end and without a script, the answer is the agent's "done" or "fail" in its own format.
+Past a script's end and without a script, the response is the agent's "done" or "fail" in its own format.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ AGENT_REPLIES = {
 
 @dataclass(frozen=True)
 class Script:
-    """The replies for one task instruction, one per step; `agent` None answers any agent's requests."""
+    """The replies for one task instruction, one per step; `agent` None serves any agent's requests."""
 
     instruction: str
     replies: list[str]
