@@ -7,21 +7,32 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 import socket
-from collections.abc import Iterator
+import socketserver
+import subprocess
+import sys
+import threading
+from collections.abc import AsyncIterator, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import httpx
+import psutil
 import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
 
-from common.polling import free_port, wait_until
+from common.polling import free_port, http_ok, wait_until
 from services.model_gateway.server import create_app as create_gateway
 from services.model_gateway.settings import GatewaySettings
 from services.scripted_policy.server import create_app as create_policy
 from services.scripted_policy.settings import ScriptedPolicySettings
 from tests.servers import serve_app
 
+REPO = Path(__file__).resolve().parents[2]
 CHAT = "/v1/chat/completions"
 
 
@@ -180,3 +191,149 @@ def test_deadline_header_and_client_gone(scripts_dir: Path) -> None:
                        "the gateway to see the client go")
             assert "gateway_retries_total 0.0" in httpx.get(f"{gw}/metrics").text  # no other replica was asked
             assert all(s["in_flight"] == 0 for s in states(gw).values())
+
+
+class BreakingReplica:
+    """A replica on a raw TCP socket (a mock of a vLLM server that fails mid-request; no model here): it answers
+    `GET /health` and breaks every POST after reading it whole, `mode` "close" by closing the connection
+    unanswered, "cut" by sending a response head announcing 1,000 bytes and 10 of them, then closing.
+    `posts` counts the POSTs it read."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self.posts = 0
+        replica = self
+
+        class Handler(socketserver.StreamRequestHandler):
+            def handle(self) -> None:
+                while line := self.rfile.readline():
+                    head = [line]
+                    while (header := self.rfile.readline()) not in (b"\r\n", b""):
+                        head.append(header)
+                    length = next((int(h.split(b":", 1)[1]) for h in head if h.lower().startswith(b"content-length")),
+                                  0)
+                    self.rfile.read(length)
+                    if line.startswith(b"GET "):
+                        self.wfile.write(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
+                        continue
+                    replica.posts += 1
+                    if replica.mode == "cut":
+                        self.wfile.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                                         b"content-length: 1000\r\n\r\n{\"choices\"")
+                    return  # the connection closes
+
+        self.server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def __enter__(self) -> BreakingReplica:
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.parametrize("mode", ["close", "cut"])
+def test_a_post_is_never_resent_after_bytes_were_sent(mode: str) -> None:
+    with BreakingReplica(mode) as replica, \
+            serve_app(create_gateway(settings_for([replica.url], health_interval_s=60, max_retries=2))) as gw:
+        if mode == "close":  # nothing of the response came: the gateway's own 502, not a retry's 503
+            response = httpx.post(f"{gw}{CHAT}", json=chat(), timeout=10)
+            assert response.status_code == 502, response.text
+            assert "not resent" in response.json()["error"] and response.headers["X-Replica"] == ""
+        else:  # the response had started: the client's connection is closed, never a clean (short) end
+            with pytest.raises(httpx.RemoteProtocolError, match="incomplete|without sending complete"):
+                httpx.post(f"{gw}{CHAT}", json=chat(), timeout=10)
+        assert replica.posts == 1
+        assert "gateway_retries_total 0.0" in httpx.get(f"{gw}/metrics", timeout=5).text
+
+
+class StreamingReplica:
+    """A replica app (a mock of a vLLM server streaming an answer; no model here) that answers a completion with
+    `X-Size` bytes of `text/event-stream` in 64 KiB chunks; `sent` counts the bytes handed to its server, whose
+    send blocks while the connection's buffers are full (uvicorn's flow control)."""
+
+    def __init__(self) -> None:
+        self.sent = 0
+        self.app = Starlette(routes=[Route(CHAT, self.chat, methods=["POST"]),
+                                     Route("/health", lambda _: Response(), methods=["GET"])])
+
+    async def chat(self, request: Request) -> StreamingResponse:
+        await request.body()
+        size = int(request.headers["x-size"])
+
+        async def chunks() -> AsyncIterator[bytes]:
+            for start in range(0, size, 65536):
+                chunk = b"x" * min(65536, size - start)
+                self.sent += len(chunk)
+                yield chunk
+
+        return StreamingResponse(chunks(), media_type="text/event-stream")
+
+
+def hold_streams(client: httpx.Client, stack: ExitStack, sizes: list[int]) -> list[tuple[int, Iterator[bytes]]]:
+    """Open one streamed completion per size and read only its first chunk: (bytes read, the rest's iterator)."""
+    held = []
+    for size in sizes:
+        response = stack.enter_context(client.stream("POST", CHAT, json=chat(), headers={"X-Size": str(size)}))
+        assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
+        chunks = response.iter_raw()
+        held.append((len(next(chunks)), chunks))
+    return held
+
+
+def settle(replica: StreamingReplica) -> int:
+    """Wait until the replica's send has stopped (blocked, or everything sent); the bytes it sent."""
+    last = [-1]
+
+    def settled() -> bool:
+        now = replica.sent
+        same, last[0] = now == last[0], now
+        return same
+
+    wait_until(settled, 60, "the replica's send to stop", interval_s=0.5)
+    return replica.sent
+
+
+def test_slow_readers_of_streamed_answers_do_not_make_the_gateway_buffer_them() -> None:
+    """4 MB answers fit in loopback's kernel socket buffers (Linux autotunes a send buffer up to
+    `tcp_wmem`'s 4 MB), so a buffering gateway is told apart by its RSS with four slow readers at once (16 MB
+    held); the replica's send blocking is shown with one slow reader of a 64 MB answer."""
+    mb = 1024 * 1024
+    replica = StreamingReplica()
+    port = free_port()
+    with serve_app(replica.app) as url:
+        env = {**os.environ, "GATEWAY_PORT": str(port), "GATEWAY_REPLICAS": url, "GATEWAY_HEALTH_INTERVAL_S": "60",
+               "PYTHONPATH": str(REPO)}
+        proc = subprocess.Popen([sys.executable, "-m", "services.model_gateway"], cwd=REPO, env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            gw = f"http://127.0.0.1:{port}"
+            wait_until(lambda: proc.poll() is None and http_ok(f"{gw}/healthz"), 30, "python -m services.model_gateway")
+            gateway = psutil.Process(proc.pid)
+            # Small receive buffers on the readers' side: the kernel absorbs less for them.
+            transport = httpx.HTTPTransport(socket_options=[(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)])
+            with httpx.Client(base_url=gw, timeout=60, transport=transport) as client:
+                for _ in range(3):  # fast 4 MB relays first: the gateway's heap reaches its working size
+                    assert len(client.post(CHAT, json=chat(), headers={"X-Size": str(4 * mb)}).content) == 4 * mb
+                before = gateway.memory_info().rss
+                with ExitStack() as stack:
+                    held = hold_streams(client, stack, [4 * mb] * 4)
+                    assert settle(replica) > 0
+                    growth = gateway.memory_info().rss - before
+                    assert [first + sum(len(c) for c in rest) for first, rest in held] == [4 * mb] * 4
+                assert growth < 4 * mb, f"gateway RSS grew {growth} bytes while 4 readers held 4 MB answers"
+                replica.sent = 0
+                before = gateway.memory_info().rss
+                with ExitStack() as stack:
+                    [(first, rest)] = hold_streams(client, stack, [64 * mb])
+                    sent = settle(replica)
+                    growth = gateway.memory_info().rss - before
+                    assert first + sum(len(c) for c in rest) == 64 * mb
+                assert sent < 32 * mb, f"the replica sent {sent} bytes of 64 MB to a stalled reader: no backpressure"
+                assert growth < 8 * mb, f"gateway RSS grew {growth} bytes while a reader held a 64 MB answer"
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
