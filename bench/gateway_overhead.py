@@ -74,10 +74,11 @@ http {{
 
 
 @contextmanager
-def process(args: list[str], env: dict[str, str], health: str, log: Path) -> Iterator[subprocess.Popen[bytes]]:
-    """A child process, healthy before yield, stopped by PID after."""
+def process(args: list[str], env: dict[str, str], health: str, log: Path,
+            cwd: Path = ROOT) -> Iterator[subprocess.Popen[bytes]]:
+    """A child process started in `cwd`, healthy before yield, stopped by PID after."""
     with log.open("wb") as out:
-        proc = subprocess.Popen(args, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+        proc = subprocess.Popen(args, cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT), **env},
                                 stdout=out, stderr=subprocess.STDOUT)
     try:
         wait_until(lambda: proc.poll() is None and http_ok(health), 30, f"{args[0]} healthy at {health}")
@@ -138,8 +139,9 @@ def pct(values: list[float], q: int) -> float:
 
 
 def main(rounds: int = 40, per_round_small: int = 10, per_round_large: int = 6, latency_ms: float = 0.0,
-         concurrency: int = 1) -> dict[str, Any]:
-    """Start replica (`latency_ms` of model time per completion), nginx and gateway; measure `rounds` rounds of
+         concurrency: int = 1, baseline_tree: Path | None = None) -> dict[str, Any]:
+    """Start replica (`latency_ms` of model time per completion), nginx and gateway (and, with `baseline_tree`, the
+    gateway of that checkout as path `baseline`, e.g. the code before a change); measure `rounds` rounds of
     `per_round_*` requests per path, `concurrency` at a time; print the table; return the figures."""
     if not Path(NGINX).exists():
         raise SystemExit(f"{NGINX} not found: run scripts/setup.sh (it installs nginx for this bench)")
@@ -170,6 +172,14 @@ def main(rounds: int = 40, per_round_small: int = 10, per_round_large: int = 6, 
                  "GATEWAY_ADMIN_TOKEN": "bench", "LOG_LEVEL": "WARNING"},
                 f"{gateway}/healthz", work / "gateway.log"))
             paths = {"direct": replica, "nginx": nginx, "gateway": gateway}
+            if baseline_tree is not None:
+                baseline_port = free_port()
+                paths["baseline"] = f"http://127.0.0.1:{baseline_port}"
+                procs["baseline"] = stack.enter_context(process(
+                    [sys.executable, "-m", "services.model_gateway"],
+                    {"GATEWAY_PORT": str(baseline_port), "GATEWAY_REPLICAS": replica, "GATEWAY_HEALTH_INTERVAL_S": "5",
+                     "GATEWAY_ADMIN_TOKEN": "bench", "LOG_LEVEL": "WARNING", "PYTHONPATH": str(baseline_tree)},
+                    f"{paths['baseline']}/healthz", work / "baseline.log", cwd=baseline_tree))
             clients = Clients()
             with ThreadPoolExecutor(concurrency) as pool:
                 for label, size, per_round in (("2KB", 2_000, per_round_small), ("4MB", 4_000_000, per_round_large)):
@@ -215,5 +225,6 @@ if __name__ == "__main__":
     parser.add_argument("--per-round-small", type=int, default=10, help="2 KB requests per path per round")
     parser.add_argument("--per-round-large", type=int, default=6, help="4 MB requests per path per round")
     parser.add_argument("--concurrency", type=int, default=1, help="requests in flight at a time")
+    parser.add_argument("--baseline-tree", type=Path, help="a checkout whose gateway runs beside (path `baseline`)")
     args = parser.parse_args()
-    main(args.rounds, args.per_round_small, args.per_round_large, args.latency_ms, args.concurrency)
+    main(args.rounds, args.per_round_small, args.per_round_large, args.latency_ms, args.concurrency, args.baseline_tree)

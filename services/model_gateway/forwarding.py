@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -208,16 +209,18 @@ class RelayedResponse(StreamingResponse):
     """A replica's response relayed to the client as it arrives: status and `headers` at once, then the body's
     bytes undecoded (`httpx.Response.aiter_raw`), each chunk sent before the next one is read; then `release()`.
 
-    If the replica breaks off the body, the response is left incomplete (the server closes the client's
-    connection: a cut-short response, never a clean end). The upstream response is closed in every case,
-    the client leaving included (Starlette cancels the relay on disconnect)."""
+    If the replica breaks off the body, `broke()` is called (a failure of the replica) and the response is left
+    incomplete (the server closes the client's connection: a cut-short response, never a clean end). The
+    upstream response is closed in every case, the client leaving included (Starlette cancels the relay on
+    disconnect)."""
 
     def __init__(self, upstream: httpx.Response, headers: list[tuple[str, str]], release: Callable[[], None],
-                 replica: str) -> None:
+                 broke: Callable[[], None], replica: str) -> None:
         super().__init__(upstream.aiter_raw(), status_code=upstream.status_code)
         self.raw_headers = encode_headers(headers)
         self.upstream = upstream
         self.release = release
+        self.broke = broke
         self.replica = replica
 
     async def stream_response(self, send: Send) -> None:
@@ -230,6 +233,7 @@ class RelayedResponse(StreamingResponse):
             except httpx.HTTPError as exc:
                 log.warning("replica %s broke off its response after it started (%r): closing the client's "
                             "connection", self.replica, exc)
+                self.broke()
                 return  # incomplete on purpose
         finally:
             self.release()
@@ -334,7 +338,8 @@ async def forward_completion(request: Request, path: str, state: GatewayState, *
             out_headers = relayed_response_headers(upstream.headers.multi_items(), replica.id,
                                                    served_version(state, replica, upstream))
             state.metrics.overhead.observe(max(0.0, time.perf_counter() - started - upstream_s))
-            return RelayedResponse(upstream, out_headers, release, replica.id)
+            broke = functools.partial(state.pool.record_failure, replica)
+            return RelayedResponse(upstream, out_headers, release, broke, replica.id)
     except RequestRejected as rejected:
         return rejected.response
     except ClientGone:
