@@ -21,12 +21,13 @@ returns that replica's response, relayed as it arrives.
   the connection, no response within the read timeout) is never resent: the replica may be running it; the
   client gets 502 (504 for a timeout). When the client leaves, the upstream request is closed at once (vLLM
   aborts a request whose connection closes) and nothing is retried.
-- The response (any status below 500) is relayed as it arrives (`RelayedResponse`): status and end-to-end
-  headers (`headers.py`), then the body's bytes undecoded, each sent to the client before the next is read
-  from the replica, so a slow client slows the replica's send instead of growing the gateway's memory.
-  A replica that breaks off a response already started makes the gateway close the client's connection
-  (the client sees a cut-short response, never a clean end). Every response carries `X-Replica` and
-  `X-Model-Version`; 503 `{"error": "no healthy replica ..."}` when no replica can serve.
+- The response (any status below 500) keeps its end-to-end headers (`headers.py`) and its bytes undecoded.
+  A small one (`SMALL_RESPONSE_BYTES`, a non-streamed completion) is read whole and sent in one piece (502 if
+  the replica breaks it off); any other is relayed as it arrives (`RelayedResponse`): each chunk sent to the
+  client before the next is read from the replica, so a slow client slows the replica's send instead of
+  growing the gateway's memory, and a replica that breaks off a response already started makes the gateway
+  close the client's connection (the client sees a cut-short response, never a clean end). Every response
+  carries `X-Replica` and `X-Model-Version`; 503 `{"error": "no healthy replica ..."}` when no replica can serve.
 """
 
 from __future__ import annotations
@@ -242,6 +243,17 @@ class RelayedResponse(StreamingResponse):
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
+#: Responses up to this size (bytes, by their `Content-Length`) that are not event streams are read whole, then sent.
+SMALL_RESPONSE_BYTES = 256 * 1024
+
+
+def _small(upstream: httpx.Response) -> bool:
+    """A response to read whole: not an event stream, `Content-Length` <= `SMALL_RESPONSE_BYTES`."""
+    length = upstream.headers.get("content-length", "")
+    content_type = upstream.headers.get("content-type", "")
+    return length.isdigit() and int(length) <= SMALL_RESPONSE_BYTES and not content_type.startswith("text/event-stream")
+
+
 def attempt_timeout(state: GatewayState, remaining: float) -> httpx.Timeout:
     """The settings' timeouts, each cut to the `remaining` seconds of the request's deadline."""
     s = state.settings
@@ -338,8 +350,22 @@ async def forward_completion(request: Request, path: str, state: GatewayState, *
             out_headers = relayed_response_headers(upstream.headers.multi_items(), replica.id,
                                                    served_version(state, replica, upstream))
             state.metrics.overhead.observe(max(0.0, time.perf_counter() - started - upstream_s))
-            broke = functools.partial(state.pool.record_failure, replica)
-            return RelayedResponse(upstream, out_headers, release, broke, replica.id)
+            if not _small(upstream):
+                broke = functools.partial(state.pool.record_failure, replica)
+                return RelayedResponse(upstream, out_headers, release, broke, replica.id)
+            try:  # a small answer (a non-streamed completion) in one piece: no relay task, one write to the client
+                content = b"".join([chunk async for chunk in upstream.aiter_raw()])
+            except httpx.HTTPError as exc:
+                state.pool.record_failure(replica)
+                log.warning("replica %s broke off its response (not resent): %r", replica.id, exc)
+                return json_error(state, 502, {"error": f"replica {replica.id} broke off its response; not resent, "
+                                                        f"it may have run the request ({exc!r})"})
+            finally:
+                release()
+                await upstream.aclose()
+            whole = Response(content, status_code=upstream.status_code)
+            whole.raw_headers = encode_headers(out_headers)  # the replica's content-length: the same raw bytes
+            return whole
     except RequestRejected as rejected:
         return rejected.response
     except ClientGone:
