@@ -110,7 +110,10 @@ class Clients:
     def get(self) -> httpx.Client:
         client: httpx.Client | None = getattr(self.local, "client", None)
         if client is None:
-            transport = httpx.HTTPTransport(socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
+            # Idle connections dropped after 3 s: uvicorn closes them after 5 s, and a round of the other paths
+            # may last longer (a request on a connection being closed would fail).
+            transport = httpx.HTTPTransport(socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
+                                            limits=httpx.Limits(keepalive_expiry=3.0))
             client = self.local.client = httpx.Client(timeout=120, transport=transport)
             self.all.append(client)
         return client
