@@ -18,11 +18,17 @@ HTTP, and the run is timed until the sink has stored every trajectory's manifest
 - CPU time per step by service (user + system, work-horses counted in their runner): where the
   2 cores go, so what caps steps/s;
 - env utilisation over the run's window (first rollout started -> last ended, x envs): in-step,
-  start-up, reset, evaluation (`common.envtime.env_split`) and idle (the rest).
+  start-up, reset, evaluation (`common.envtime.env_split`) and idle (the rest);
+- event-stream bytes per step (issue 27): the bytes of the entries the runners XADDed (field names and
+  values, the runners' `cua_runner_stream_bytes_total{type}`, read from their metrics port) over the steps
+  stored: step entries alone, and all entries (start and end events included); and the bytes the runners
+  put to the store as blobs per step (`cua_runner_blob_bytes_total`). The runners put screenshots to the
+  stack's store and send keys (`RUNNER_STORE_URL`); `--no-store` makes them send the PNGs in the entries
+  (the way before), for comparison.
 
 Usage: `python bench/pipeline.py [--envs 2] [--per-env 1,2,4] [--execution fork,inline] [--rollouts 48]
-[--steps 15] [--timeout 240] [--real-envs]`. `--real-envs` runs the same on real Xvfb desktops (local env pods,
-the runners' default screen settle): the in-step share of real env time. Figures on a shared
+[--steps 15] [--timeout 240] [--real-envs] [--no-store]`. `--real-envs` runs the same on real Xvfb desktops (local
+env pods, the runners' default screen settle): the in-step share of real env time. Figures on a shared
 machine vary with its load; the load average is printed.
 """
 
@@ -41,7 +47,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import psutil
+from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -74,6 +82,8 @@ class Result:
     utilisation: dict[str, float]
     statuses: dict[str, int]
     cpu_ms: dict[str, float]
+    stream_bytes: dict[str, float]
+    blob_bytes: float
 
     @property
     def steps_per_s(self) -> float:
@@ -130,6 +140,19 @@ def service_pids(stack: LocalStack, null_env_pid: int | None) -> dict[str, list[
     return pids
 
 
+def runner_counters(stack: LocalStack) -> dict[str, float]:
+    """The runners' counters (`name{labels}` -> value) from their metrics port (the pool process serves all)."""
+    (runner,) = [p for p in stack.processes if p.module == "services.runner"]
+    port = runner.env["RUNNER_METRICS_PORT"]
+    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+    out: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            labels = ",".join(f'{k}="{v}"' for k, v in sorted(sample.labels.items()))
+            out[f"{sample.name}{{{labels}}}"] = sample.value
+    return out
+
+
 def cpu_by_service(pids: dict[str, list[int]]) -> dict[str, float]:
     """Service -> CPU seconds so far."""
     return {name: sum(cpu_seconds(pid) for pid in group) for name, group in pids.items()}
@@ -167,10 +190,13 @@ def run_setting(per_env: int, execution: str, env_urls: list[str], args: argpars
     work = root / f"{execution}-per-env-{per_env}"
     scripts = work / "scripts"
     write_script(scripts, args.steps)
+    extra = {"LOG_LEVEL": args.log_level, "RUNNER_EXECUTION": execution}
+    if args.no_store:
+        extra["RUNNER_STORE_URL"] = ""  # PNGs in the stream entries (services.cli.stack.runner_store_env)
     config = StackConfig(work_dir=work, scripts_dir=scripts, env_urls=env_urls, runners=per_env * len(env_urls),
                          replicas=args.replicas, policy_latency_ms=0.0,
                          settle_max_s=None if args.real_envs else 0.0,  # real desktops: the default settle
-                         extra_env={"LOG_LEVEL": args.log_level, "RUNNER_EXECUTION": execution}, api_token="")
+                         extra_env=extra, api_token="")
     store_dir = work / "trajectories"
     with LocalStack(config) as stack, ProducerClient(stack.producer_url) as client:
         pids = service_pids(stack, null_env_pid)
@@ -189,6 +215,7 @@ def run_setting(per_env: int, execution: str, env_urls: list[str], args: argpars
         seconds = time.perf_counter() - submitted
         cpu = {name: used - cpu_before[name] for name, used in cpu_by_service(pids).items()}
         records = client.run(run_id)["rollouts"]
+        counters = runner_counters(stack)
     statuses: dict[str, int] = {}
     for r in records:
         statuses[r["status"]] = statuses.get(r["status"], 0) + 1
@@ -196,6 +223,8 @@ def run_setting(per_env: int, execution: str, env_urls: list[str], args: argpars
     publish = {f"{r['task_id']}_{r['rollout_index']}": (r.get("timings") or {}).get("publish_ms", 0.0)
                / max(1, r["num_steps"]) for r in records}
     startup = [t["startup_ms"] for t in timed if "startup_ms" in t]
+    stream = {kind: counters.get(f'cua_runner_stream_bytes_total{{type="{kind}"}}', 0.0)
+              for kind in ("step", "episode")}
     return Result(
         per_env=per_env, execution=execution, rollouts=len(records), steps=sum(r["num_steps"] for r in records),
         seconds=seconds,
@@ -205,7 +234,8 @@ def run_setting(per_env: int, execution: str, env_urls: list[str], args: argpars
         job_start=[t["job_start_ms"] for t in timed if "job_start_ms" in t],
         teardown=[t["teardown_ms"] for t in timed if "teardown_ms" in t],
         utilisation=utilisation(records, len(env_urls)), statuses=statuses,
-        cpu_ms={name: 1000.0 * s / max(1, sum(r["num_steps"] for r in records)) for name, s in cpu.items()})
+        cpu_ms={name: 1000.0 * s / max(1, sum(r["num_steps"] for r in records)) for name, s in cpu.items()},
+        stream_bytes=stream, blob_bytes=counters.get("cua_runner_blob_bytes_total{}", 0.0))
 
 
 def _p(values: Iterable[float], q: float) -> str:
@@ -232,6 +262,11 @@ def print_table(results: list[Result], envs: int, kind: str = "null") -> None:
         parts = sorted(r.cpu_ms.items(), key=lambda kv: -kv[1])
         print(f"  {r.execution}, {r.per_env} runners/env: total {sum(r.cpu_ms.values()):.1f} = "
               + ", ".join(f"{name} {ms:.1f}" for name, ms in parts))
+    print("event stream bytes per step (entries XADDed by the runners / steps stored), blob bytes put per step:")
+    for r in results:
+        steps = max(1, r.steps)
+        print(f"  {r.execution}, {r.per_env} runners/env: step entries {r.stream_bytes['step'] / steps:,.0f} B, "
+              f"all entries {sum(r.stream_bytes.values()) / steps:,.0f} B, blobs {r.blob_bytes / steps:,.0f} B")
     for r in results:
         if set(r.statuses) != {"completed"}:
             print(f"note: {r.execution}, {r.per_env} runners/env ended as {r.statuses}")
@@ -252,6 +287,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--real-envs", action="store_true",
                         help="real Xvfb desktops (local env pods, default screen settle) instead of null envs: "
                              "the in-step share of real env time")
+    parser.add_argument("--no-store", action="store_true",
+                        help="runners without a store (RUNNER_STORE_URL empty): PNGs ride in the stream entries")
     args = parser.parse_args(argv)
     settings = [int(x) for x in args.per_env.split(",") if x]
     results = []

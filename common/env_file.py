@@ -20,6 +20,8 @@ SECRETS = {
     "GATEWAY_ADMIN_TOKEN": 32,  # bearer token of the gateway's /admin routes
     "S3_ACCESS_KEY": 12,  # MinIO's root user
     "S3_SECRET_KEY": 32,  # MinIO's root password
+    "RUNNER_S3_ACCESS_KEY": 12,  # the runners' MinIO user: PutObject on trajectories/_blobs/* only
+    "RUNNER_S3_SECRET_KEY": 32,
 }
 
 
@@ -40,6 +42,7 @@ def write_env_file(path: Path, force: bool = False) -> dict[str, str]:
         raise FileExistsError(f"{path} exists: keep it, or pass --force to replace its secrets")
     values = {name: secrets.token_urlsafe(size) for name, size in SECRETS.items()}
     values["S3_ACCESS_KEY"] = "cua-" + secrets.token_hex(SECRETS["S3_ACCESS_KEY"])  # MinIO: no '-_' start
+    values["RUNNER_S3_ACCESS_KEY"] = "cua-runner-" + secrets.token_hex(SECRETS["RUNNER_S3_ACCESS_KEY"])
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as handle:
         handle.write(render(values))

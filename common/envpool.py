@@ -32,6 +32,7 @@ import redis
 
 from common import envpool_scripts as lua
 from common import keys
+from common import redis_typed as rt
 from common.envprotocol import EnvProtocol
 
 #: Leases rechecked (earliest deadlines first) by a lease that finds nothing free: an owner that died
@@ -132,15 +133,15 @@ class EnvPool:
 
     def envs(self) -> list[EnvInfo]:
         """Every registered env, sorted by id (one HGETALL of the registry: O(envs), not for hot paths)."""
-        raw: dict[Any, Any] = self.client.hgetall(keys.ENV_REGISTRY)  # type: ignore[assignment]
+        raw = rt.hgetall(self.client, keys.ENV_REGISTRY)
         return sorted((_info(_text(env_id), value) for env_id, value in raw.items()), key=lambda e: e.env_id)
 
     def unhealthy_envs(self) -> list[EnvInfo]:
         """The registered envs marked unhealthy, sorted by id (SMEMBERS + HMGET: O(unhealthy envs))."""
-        ids = sorted(_text(m) for m in self.client.smembers(keys.ENV_UNHEALTHY))  # type: ignore[union-attr]
+        ids = sorted(_text(m) for m in rt.smembers(self.client, keys.ENV_UNHEALTHY))
         if not ids:
             return []
-        records: list[Any] = self.client.hmget(keys.ENV_REGISTRY, ids)  # type: ignore[assignment]
+        records = rt.hmget(self.client, keys.ENV_REGISTRY, ids)
         return [_info(env_id, raw) for env_id, raw in zip(ids, records, strict=True) if raw is not None]
 
     def mark_unhealthy(self, env_id: str, unhealthy: bool = True) -> None:
@@ -194,8 +195,8 @@ class EnvPool:
         caller last looked for a free env); older releases still listed are dropped on the way."""
         until = time.monotonic() + timeout_s
         while (left := until - time.monotonic()) > 0:
-            popped = self.client.blpop([keys.ENV_FREED], timeout=max(left, 0.001))
-            if popped is None or int(popped[1]) > seen:  # type: ignore[index]
+            popped = rt.blpop(self.client, [keys.ENV_FREED], max(left, 0.001))
+            if popped is None or int(popped[1]) > seen:
                 return
 
     def claim(self, env_id: str, owner: str, ttl_ms: int) -> bool:
@@ -233,7 +234,7 @@ class EnvPool:
     def reclaim(self, limit: int = 1000) -> int:
         """Free the envs of leases past their deadline whose key is gone (owners that died), up to
         `limit` leases checked (earliest first); the reaper calls it each round. Returns envs freed."""
-        return int(self._reclaim(keys=self._keys(), args=self._args(limit)))  # type: ignore[arg-type]
+        return rt.script_int(self._reclaim(keys=self._keys(), args=self._args(limit)))
 
     def reconcile(self, batch: int = 500) -> int:
         """Settle every registered env again (free exactly when healthy, not dedicated and unleased):
@@ -242,7 +243,7 @@ class EnvPool:
         Returns the envs put back into the free sets."""
         freed = 0
         for ids in self._registry_batches(batch):
-            freed += int(self._reconcile(keys=self._keys(), args=self._args(*ids)))  # type: ignore[arg-type]
+            freed += rt.script_int(self._reconcile(keys=self._keys(), args=self._args(*ids)))
         return freed
 
     def _registry_batches(self, batch: int) -> Iterator[list[str]]:
@@ -257,7 +258,7 @@ class EnvPool:
 
     def free_ids(self) -> set[str]:
         """The ids in the free set (ZRANGE: O(free envs); checks and tests)."""
-        return {_text(m) for m in self.client.zrange(keys.ENV_FREE, 0, -1)}  # type: ignore[union-attr]
+        return {_text(m) for m in rt.zrange(self.client, keys.ENV_FREE, 0, -1)}
 
     def status(self) -> PoolStatus:
         """Counts of total / leased / idle / unhealthy envs and each env's state: three reads (HGETALL
@@ -268,7 +269,7 @@ class EnvPool:
             raw, unhealthy_raw = pipe.execute()
         envs = sorted((_info(_text(env_id), value) for env_id, value in raw.items()), key=lambda e: e.env_id)
         unhealthy = {_text(m) for m in unhealthy_raw}
-        owners: list[Any] = self.client.mget([keys.env_lease(e.env_id) for e in envs]) if envs else []  # type: ignore[assignment]
+        owners = rt.mget(self.client, [keys.env_lease(e.env_id) for e in envs])
         rows = []
         for env, owner in zip(envs, owners, strict=True):
             state = "unhealthy" if env.env_id in unhealthy else ("leased" if owner else "idle")

@@ -120,7 +120,8 @@ class HttpClient:
             local.curl = pycurl.Curl()
             local.pid = os.getpid()
             self._handles.add(local.curl)
-        return local.curl  # type: ignore[no-any-return]
+        curl: pycurl.Curl = local.curl
+        return curl
 
     def close(self) -> None:
         """Close every handle this process made and their connections (call once no request is in flight)."""

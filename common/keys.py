@@ -162,3 +162,8 @@ def k8s_creations(namespace: str, window: int) -> str:
 
 #: Set of task ids the producer does not run (recorded `quarantined`): flaky tasks set aside.
 QUARANTINE = f"{PREFIX}:quarantine"
+
+
+#: Held (SET NX PX) by the sink running a blob reconciliation round (`services/storage_sink/reconcile.py`), so
+#: that one sink at a time lists and deletes blobs.
+BLOB_RECONCILE_LOCK = f"{PREFIX}:sink:blob-reconcile:lock"

@@ -18,6 +18,9 @@ from urllib.parse import urlparse
 
 from common.settings import ObjectStoreSettings
 
+#: `list_modified`'s answer: (key, last modified in seconds since the epoch) pairs (`list` is a method name below).
+Listing = list[tuple[str, float]]
+
 
 class ObjectStore(Protocol):
     """Minimal object store interface used by the sink and the trajectory views."""
@@ -35,6 +38,15 @@ class ObjectStore(Protocol):
 
     def delete(self, key: str) -> None:
         """Remove `key`; a missing key is not an error."""
+
+    def copy(self, source: str, key: str) -> None:
+        """Make `key` hold the bytes of `source` (atomically, as `put`), inside the store where it can
+        (S3 CopyObject, a hard link): the bytes never travel through the caller.
+        Raises: KeyError when `source` does not exist; ValueError for an unsafe key."""
+
+    def list_modified(self, prefix: str) -> Listing:
+        """(key, last modified in seconds since the epoch) of every key under `prefix`, sorted by key.
+        Raises: ValueError for an unsafe prefix."""
 
     def describe(self) -> str:
         """Human-readable location, e.g. `/abs/dir` or `s3://bucket @ host:port`."""
@@ -190,6 +202,42 @@ class LocalDirStore:
     def delete(self, key: str) -> None:
         self._path(key).unlink(missing_ok=True)
 
+    def copy(self, source: str, key: str) -> None:
+        """Hard-link `source`'s file to a temp name in the key's directory and rename it over the key's file
+        (atomic; no bytes copied: `put` replaces files by rename, never writes them in place, so the two names
+        never diverge). Where links are refused (another file system), the bytes are copied by `put`.
+        Raises: KeyError when `source` is missing; ValueError for bad keys; OSError from the file system."""
+        src = self._path(source)
+        if not src.is_file():
+            raise KeyError(source)
+        directory, _, name = check_key(key).rpartition("/")
+        parent = str(self._inside(key, directory))
+        os.makedirs(parent, exist_ok=True)
+        tmp = os.path.join(parent, f".tmp-{os.getpid()}-{next(_TEMP_NUMBERS)}")
+        try:
+            os.link(src, tmp)
+        except FileNotFoundError as exc:  # deleted between the check and the link
+            raise KeyError(source) from exc
+        except OSError:  # EXDEV, EPERM (no hard links here): copy the bytes
+            self.put(key, src.read_bytes())
+            return
+        try:
+            os.replace(tmp, os.path.join(parent, name))
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+    def list_modified(self, prefix: str) -> Listing:
+        """`list(prefix)` with each file's mtime (a key removed meanwhile is left out)."""
+        out = []
+        for key in self.list(prefix):
+            try:
+                out.append((key, os.stat(self.root / key).st_mtime))
+            except FileNotFoundError:
+                continue
+        return out
+
     def describe(self) -> str:
         return str(self.root)
 
@@ -269,6 +317,25 @@ class S3Store:
 
     def delete(self, key: str) -> None:
         self.client.remove_object(bucket_name=self.bucket, object_name=check_key(key))
+
+    def copy(self, source: str, key: str) -> None:
+        """S3 CopyObject inside the bucket (server-side). Raises: KeyError when `source` is missing."""
+        from minio.commonconfig import CopySource
+        from minio.error import S3Error
+
+        try:
+            self.client.copy_object(bucket_name=self.bucket, object_name=check_key(key),
+                                    source=CopySource(bucket_name=self.bucket, object_name=check_key(source)))
+        except S3Error as exc:
+            if exc.code in ("NoSuchKey", "NoSuchObject"):
+                raise KeyError(source) from exc
+            raise
+
+    def list_modified(self, prefix: str) -> Listing:
+        objects = self.client.list_objects(bucket_name=self.bucket, prefix=check_key(prefix, prefix=True),
+                                           recursive=True)
+        return sorted((o.object_name, o.last_modified.timestamp() if o.last_modified else 0.0)
+                      for o in objects if o.object_name)
 
     def describe(self) -> str:
         return f"s3://{self.bucket} @ {self.endpoint}"

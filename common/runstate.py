@@ -6,12 +6,13 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import Any, cast
 
 import redis
 from pydantic import BaseModel, Field
 
 from common import keys
+from common import redis_typed as rt
 from common.run import AdaptiveRollouts
 from common.status import EXCLUDED_FROM_SCORE, RolloutStatus
 
@@ -72,7 +73,7 @@ class RolloutRecord(BaseModel):
     duration_ms: float | None = None
     model_ms: float = 0.0
     env_ms: float = 0.0
-    #: The attempt's timings (ms): see `services.runner.outcome.TIMING_KEYS`.
+    #: The attempt's timings (ms): see `services.runner.timings.TIMING_KEYS`.
     timings: dict[str, float] = Field(default_factory=dict)
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -178,7 +179,7 @@ def read_finished(client: redis.Redis, run_id: str, cursor: str = "0-0", count: 
     entries = reply[0][1]
     ids = [fields[b"rollout_id"].decode() if b"rollout_id" in fields else fields["rollout_id"]
            for _, fields in entries]
-    raw: list[Any] = client.hmget(keys.run_results(run_id), ids) if ids else []  # type: ignore[assignment]
+    raw = rt.hmget(client, keys.run_results(run_id), ids)
     out = []
     for (entry_id, _), data in zip(entries, raw, strict=True):
         if data is not None:
@@ -189,16 +190,13 @@ def read_finished(client: redis.Redis, run_id: str, cursor: str = "0-0", count: 
 
 def load_rollouts(client: redis.Redis, run_id: str) -> dict[str, RolloutRecord]:
     """All rollout records of a run, by rollout id."""
-    raw: dict[Any, Any] = client.hgetall(keys.run_results(run_id))  # type: ignore[assignment]
-    return {
-        (k.decode() if isinstance(k, bytes) else k): RolloutRecord.model_validate_json(v)
-        for k, v in raw.items()
-    }
+    raw = rt.hgetall(client, keys.run_results(run_id))
+    return {rt.text(k): RolloutRecord.model_validate_json(v) for k, v in raw.items()}
 
 
 def submitted_rollouts(client: redis.Redis, meta: RunMeta) -> int:
     """How many rollouts the run has: those submitted plus those an adaptive run added since."""
-    return meta.total_rollouts + int(client.get(keys.run_added(meta.run_id)) or 0)  # type: ignore[arg-type]
+    return meta.total_rollouts + rt.get_int(client, keys.run_added(meta.run_id))
 
 
 def _mean(values: list[float]) -> float | None:
@@ -257,19 +255,19 @@ def run_is_finished(client: redis.Redis, run_id: str) -> bool | None:
     if meta is None:
         return None
     total = submitted_rollouts(client, meta)
-    done = int(client.scard(keys.run_terminal(run_id)))  # type: ignore[arg-type]
+    done = rt.scard(client, keys.run_terminal(run_id))
     return done >= total and (meta.adaptive is None or _all_settled(client, meta))
 
 
 def _all_settled(client: redis.Redis, meta: RunMeta) -> bool:
     """An adaptive run ends only once every task is settled (no more rollouts will be added)."""
-    return int(client.scard(keys.run_settled(meta.run_id))) >= len(meta.task_ids)  # type: ignore[arg-type]
+    return rt.scard(client, keys.run_settled(meta.run_id)) >= len(meta.task_ids)
 
 
 def list_run_ids(client: redis.Redis, limit: int = 100) -> list[str]:
     """Newest run ids first."""
-    ids = client.zrevrange(keys.RUNS_INDEX, 0, limit - 1)
-    return [i.decode() if isinstance(i, bytes) else str(i) for i in ids]  # type: ignore[union-attr]
+    ids = cast("list[rt.RedisValue]", client.zrevrange(keys.RUNS_INDEX, 0, limit - 1))
+    return [rt.text(i) for i in ids]
 
 
 def is_cancelled(client: redis.Redis, run_id: str) -> bool:

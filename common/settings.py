@@ -5,7 +5,7 @@ Values come from environment variables (pydantic-settings); every variable is li
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -26,8 +26,10 @@ def load_settings(cls: type[SettingsT]) -> SettingsT:
         raise SystemExit("invalid settings:\n  " + "\n  ".join(lines)) from None
 
 
-def unprefixed(name: str, default: object) -> object:
-    """A field read from env var `name` whatever the subclass's `env_prefix` (shared settings)."""
+def unprefixed(name: str, default: object) -> Any:
+    """A field read from env var `name` whatever the subclass's `env_prefix` (shared settings).
+
+    Typed `Any`, as pydantic's `Field` is, so `x: int = unprefixed(...)` type-checks."""
     return Field(default=default, validation_alias=AliasChoices(name, name.lower()))
 
 
@@ -42,12 +44,12 @@ class ServiceSettings(BaseSettings):
     #: `hide_input_in_errors`: a validation error never prints the input, which holds the secrets read.
     model_config = SettingsConfigDict(env_prefix="", extra="ignore", populate_by_name=True, hide_input_in_errors=True)
 
-    redis_url: str = unprefixed("REDIS_URL", "redis://127.0.0.1:6379/0")  # type: ignore[assignment]
-    log_level: str = unprefixed("LOG_LEVEL", "INFO")  # type: ignore[assignment]
+    redis_url: str = unprefixed("REDIS_URL", "redis://127.0.0.1:6379/0")
+    log_level: str = unprefixed("LOG_LEVEL", "INFO")
     #: Seconds a run's Redis keys live after its last rollout ends (and an idempotency key after it is set).
-    run_ttl_s: int = unprefixed("RUN_TTL_S", 7 * 24 * 3600)  # type: ignore[assignment]
+    run_ttl_s: int = unprefixed("RUN_TTL_S", 7 * 24 * 3600)
     #: `CUA_LOCAL_MODE`: True/False declares local mode; None (unset): loopback addresses only (`common.secrets`).
-    local_mode: bool | None = unprefixed("CUA_LOCAL_MODE", None)  # type: ignore[assignment]
+    local_mode: bool | None = unprefixed("CUA_LOCAL_MODE", None)
 
 
 class ObjectStoreSettings(BaseSettings):
@@ -61,12 +63,12 @@ class ObjectStoreSettings(BaseSettings):
     #: `hide_input_in_errors`: a validation error never prints the input, which holds the secrets read.
     model_config = SettingsConfigDict(env_prefix="", extra="ignore", populate_by_name=True, hide_input_in_errors=True)
 
-    store_url: str = unprefixed("STORE_URL", "file://./trajectories")  # type: ignore[assignment]
-    s3_endpoint: str = unprefixed("S3_ENDPOINT", "127.0.0.1:9000")  # type: ignore[assignment]
-    s3_access_key: SecretStr = unprefixed("S3_ACCESS_KEY", SecretStr("minioadmin"))  # type: ignore[assignment]
-    s3_secret_key: SecretStr = unprefixed("S3_SECRET_KEY", SecretStr("minioadmin"))  # type: ignore[assignment]
-    s3_secure: bool = unprefixed("S3_SECURE", False)  # type: ignore[assignment]
-    s3_region: str = unprefixed("S3_REGION", "us-east-1")  # type: ignore[assignment]
+    store_url: str = unprefixed("STORE_URL", "file://./trajectories")
+    s3_endpoint: str = unprefixed("S3_ENDPOINT", "127.0.0.1:9000")
+    s3_access_key: SecretStr = unprefixed("S3_ACCESS_KEY", SecretStr("minioadmin"))
+    s3_secret_key: SecretStr = unprefixed("S3_SECRET_KEY", SecretStr("minioadmin"))
+    s3_secure: bool = unprefixed("S3_SECURE", False)
+    s3_region: str = unprefixed("S3_REGION", "us-east-1")
 
     def store_secrets(self) -> tuple[dict[str, str], dict[str, SecretStr]]:
         """For `common.secrets.check_service_secrets`: (`S3_ENDPOINT` -> its address, the `S3_*` keys) when the

@@ -186,3 +186,20 @@ def token_id_of(token: str) -> int | None:
         except ValueError:
             return None
     return None
+
+
+def read_tokens(payload: dict[str, Any], choice: dict[str, Any]) -> tuple[list[int] | None, list[float] | None,
+                                                                           list[int] | None]:
+    """(response token ids, response logprobs, prompt token ids) of a vLLM chat completion (non-streaming).
+
+    vLLM's formats: `choices[0].token_ids` and top-level `prompt_token_ids` (with `return_token_ids`);
+    `choices[0].logprobs.content[*].logprob`; without `token_ids`, ids are read from `token_id:<id>` token
+    strings (`return_tokens_as_token_ids`). Missing parts are None.
+    """
+    items = (choice.get("logprobs") or {}).get("content") or None
+    logprobs = [float(i["logprob"]) for i in items] if items else None
+    token_ids = choice.get("token_ids")
+    if token_ids is None and items:
+        ids = [token_id_of(str(i.get("token", ""))) for i in items]
+        token_ids = [i for i in ids if i is not None] if all(i is not None for i in ids) else None
+    return token_ids, logprobs, payload.get("prompt_token_ids")

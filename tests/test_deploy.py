@@ -117,7 +117,7 @@ def test_every_service_is_health_checked_and_started_in_order() -> None:
                 assert rule["condition"] == expected, (name, dependency)
         for leaf in ("redis", "minio", "desktop_env", "policy", "cache-init"):
             assert not services[leaf].get("depends_on"), leaf
-        assert set(services["runner"]["depends_on"]) == {"redis", "gateway", "desktop_env", "cache-init"}
+        assert set(services["runner"]["depends_on"]) == {"redis", "gateway", "desktop_env", "cache-init", "minio-init"}
         assert set(services["sink"]["depends_on"]) == {"redis", "minio-init"}
         assert set(services["producer"]["depends_on"]) == {"redis", "minio-init"}
 
@@ -131,6 +131,26 @@ def test_minio_init_creates_the_bucket_the_services_write_to() -> None:
         assert services[name]["environment"]["S3_SECRET_KEY"] == SECRETS["S3_SECRET_KEY"]
     assert services["minio"]["environment"]["MINIO_ROOT_PASSWORD"] == SECRETS["S3_SECRET_KEY"]
     assert services["minio-init"]["depends_on"]["minio"]["condition"] == "service_healthy"
+
+
+def test_runners_hold_only_their_put_only_key() -> None:
+    """The runners put screenshots with their own MinIO user (minio-init creates it with the shipped policy,
+    deploy/policies/runner-blobs.minio.json: PutObject on `trajectories/_blobs/*` only); they never get the
+    root key the sink and the producer use, and the env pods get no S3 setting at all."""
+    services = _config()["services"]
+    runner = services["runner"]["environment"]
+    assert runner["RUNNER_STORE_URL"] == services["sink"]["environment"]["STORE_URL"]
+    assert runner["RUNNER_S3_ACCESS_KEY"] == SECRETS["RUNNER_S3_ACCESS_KEY"]
+    assert runner["RUNNER_S3_SECRET_KEY"] == SECRETS["RUNNER_S3_SECRET_KEY"]
+    assert not {"S3_ACCESS_KEY", "S3_SECRET_KEY"} & set(runner)
+    assert not [k for k in services["desktop_env"].get("environment") or {} if "S3" in k]
+    init = services["minio-init"]
+    script = " ".join(init["command"])
+    assert "mc admin policy create cua cua-runner-blobs /policies/runner-blobs.minio.json" in script
+    assert 'mc admin policy attach cua cua-runner-blobs --user "$$RUNNER_S3_ACCESS_KEY"' in script
+    (mount,) = init["volumes"]
+    assert Path(mount["source"]).resolve() == (ROOT / "deploy/policies/runner-blobs.minio.json").resolve()
+    assert mount["target"] == "/policies/runner-blobs.minio.json" and mount["read_only"]
 
 
 def test_compose_rejects_a_dependency_on_a_missing_service(tmp_path: Path) -> None:

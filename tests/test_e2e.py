@@ -25,6 +25,7 @@ import psutil
 import pytest
 from PIL import Image
 
+from common.blobs import blob_key
 from common.objectstore import S3Store
 from common.polling import free_port, http_ok, wait_until
 from common.task import OSWorldTask, load_task_file
@@ -130,7 +131,9 @@ def test_runs_flow_through_every_service_and_land_in_s3(stack: LocalStack, s3_en
     step = json.loads(store.get(f"{prefix}/step_0000.json"))
     assert step["schema"] == "cua.step.v1" and step["actions"][0]["action_type"] == "hotkey"
     assert step["replica"] and step["token_ids"] and step["logprobs"]
-    image = Image.open(io.BytesIO(store.get(f"{prefix}/image_0000.png")))
+    shot = store.get(f"{prefix}/image_0000.png")
+    assert store.get(blob_key(shot)) == shot  # the runner put it under its content address; the sink copied it
+    image = Image.open(io.BytesIO(shot))
     assert image.size == (1920, 1080)
     assert len(set(image.convert("L").resize((64, 36)).getdata())) > 1  # a real desktop, not a blank frame
     messages = json.loads(store.get(f"{prefix}/final_messages.json"))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import json
 import os
 import re
 from pathlib import Path
@@ -247,15 +248,38 @@ def test_runner_may_only_manage_pods_in_the_env_namespace(overlay: str) -> None:
             assert (spec["serviceAccountName"] == "runner") == bool(token), vk.name_of(obj)
 
 
-@pytest.mark.parametrize("overlay", OVERLAYS)
-def test_s3_credentials_reach_only_the_sink_and_the_producer(overlay: str) -> None:
+def _secret_users(overlay: str, secret: str) -> set[str]:
+    """Names of the objects whose pods read Secret `secret` (a `secretKeyRef` in env)."""
     users = set()
     for obj in docs(overlay):
         text = yaml.safe_dump(vk.pod_spec(obj) or {})
-        if "cua-s3" in text:
+        if re.search(rf"name: {re.escape(secret)}\n", text):
             users.add(obj["metadata"]["name"])
+    return users
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_s3_credentials_reach_only_the_sink_and_the_producer(overlay: str) -> None:
     # dev: MinIO's bucket Job creates the services' S3 user from the same Secret
-    assert users == ({"sink", "producer", "minio-bucket"} if overlay == "dev" else {"sink", "producer"})
+    assert _secret_users(overlay, "cua-s3") == ({"sink", "producer", "minio-bucket"} if overlay == "dev"
+                                                else {"sink", "producer"})
+    # the runners' put-only key (deploy/policies): the runners, and the Job that creates their MinIO user
+    assert _secret_users(overlay, "cua-s3-runner") == ({"runner", "minio-bucket"} if overlay == "dev" else {"runner"})
+    assert not _secret_users(overlay, "cua-s3") & {"runner", "env-pod-template"}
+
+
+def test_the_bucket_job_gives_the_runners_the_shipped_put_only_policy() -> None:
+    """The dev Job mounts the component's policy file (the one deploy/policies links to) and attaches it to
+    the runners' user; the file allows PutObject on `_blobs/*` and nothing else."""
+    job = find(docs("dev"), "Job", "minio-bucket")
+    script = "\n".join(job["spec"]["template"]["spec"]["containers"][0]["args"])
+    assert "mc admin policy attach cua cua-runner-blobs --user \"$RUNNER_S3_ACCESS_KEY\"" in script
+    volume = [v for v in job["spec"]["template"]["spec"]["volumes"] if v["name"] == "policies"][0]
+    policies = find(docs("dev"), "ConfigMap", volume["configMap"]["name"])  # generated: a hash suffix
+    assert policies["metadata"]["name"].startswith("cua-minio-policies")
+    shipped = (vk.ROOT / "deploy/policies/runner-blobs.minio.json").read_text()
+    assert json.loads(policies["data"]["runner-blobs.minio.json"]) == json.loads(shipped)
+    assert [s["Action"] for s in json.loads(shipped)["Statement"]] == [["s3:PutObject"]]
 
 
 def _pod(component: str, namespace: str = APP_NS) -> Endpoint:
@@ -276,15 +300,17 @@ def test_network_policies(overlay: str) -> None:
     assert not net.allowed(_pod("runner"), ENV_POD, 22)
     assert not net.allowed(Endpoint(ENV_NS, {"app": "cua-env"}), ENV_POD, 5000)  # env to env
     # Redis: our Redis clients and KEDA's operator
-    assert [c for c in SERVICES if net.allowed(_pod(c), _pod("redis"), 6379)] == ["producer", "runner", "sink"]
+    # (the gateway: its sessions publish their calls on the event stream)
+    redis_clients = [c for c in SERVICES if net.allowed(_pod(c), _pod("redis"), 6379)]
+    assert redis_clients == ["producer", "gateway", "runner", "sink"]
     assert net.allowed(KEDA, _pod("redis"), 6379)
     assert not net.allowed(ENV_POD, _pod("redis"), 6379)
     assert not net.allowed(Endpoint("default", {"app": "x"}), _pod("redis"), 6379)
-    # S3 in the cluster (MinIO, dev only): sink, producer and the bucket Job
+    # S3 in the cluster (MinIO, dev only): sink, producer, runners (put-only key) and the bucket Job
     minio_clients = [c for c in SERVICES if net.allowed(_pod(c), _pod("minio"), 9000)]
-    assert minio_clients == (["producer", "sink", "minio-init"] if overlay == "dev" else [])
-    # external S3 over HTTPS: no service but the sink and the producer, except the runner, whose
-    # API-server rule is cluster-specific (see base/networkpolicies.yaml) and which has no S3 Secret
+    assert minio_clients == (["producer", "runner", "sink", "minio-init"] if overlay == "dev" else [])
+    assert not net.allowed(ENV_POD, _pod("minio"), 9000)
+    # external S3 over HTTPS: the sink, the producer and the runners (their key may only put step files)
     assert [c for c in SERVICES if net.allowed(_pod(c), EXTERNAL_S3, 443)] == ["producer", "runner", "sink"]
     # the model path
     assert [c for c in SERVICES if net.allowed(_pod(c), _pod("gateway"), 8000)] == ["runner"]

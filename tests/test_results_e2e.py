@@ -18,6 +18,7 @@ from playwright.sync_api import sync_playwright
 from prometheus_client.parser import text_string_to_metric_families
 from typer.testing import CliRunner
 
+from common.blobs import blob_key
 from common.objectstore import LocalDirStore
 from common.polling import wait_until
 from common.runstate import RolloutRecord
@@ -99,6 +100,9 @@ def test_client_streams_each_rollout_once_and_export_matches_the_stored_steps(
             assert row["response"] == step["response"]
             assert row["group_id"] == f"results-e2e/{row['task_id']}"
             assert (store / row["screenshot"]).is_file()
+            # the runner put it under its content address; the sink's copy is the same bytes
+            shot = (store / row["screenshot"]).read_bytes()
+            assert shot.startswith(b"\x89PNG") and (store / blob_key(shot)).read_bytes() == shot
             reward_file = trajectory / "reward.txt"
             assert row["reward"] == (float(reward_file.read_text()) if reward_file.exists() else None)
             manifest = json.loads((trajectory / "manifest.json").read_text())

@@ -20,7 +20,7 @@ from common import keys
 from common.events import EpisodeEvent, StepEvent, encode_event
 from common.objectstore import LocalDirStore
 from common.status import RolloutStatus
-from services.storage_sink.consumer import BatchLocks
+from services.storage_sink.locks import BatchLocks
 from tests.test_storage_sink import consumer, drain, png
 
 

@@ -22,7 +22,7 @@ from common.events import EpisodeEvent, StepEvent, encode_event
 from common.objectstore import LocalDirStore, S3Store
 from common.polling import wait_until
 from common.status import RolloutStatus
-from services.storage_sink.consumer import DEAD_LETTER_PREFIX
+from services.storage_sink.dead_letters import DEAD_LETTER_PREFIX
 from tests.test_storage_sink import PREFIX, REF, consumer, drain, png
 
 

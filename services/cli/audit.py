@@ -20,7 +20,7 @@ from typing import Any
 
 from common.status import RolloutStatus
 from common.task import OSWorldTask, load_task_set
-from common.task_urls import task_files, unique_urls
+from common.task_urls import unique_urls
 
 #: The built-in agents: name -> the UI-TARS reply the scripted policy gives at step 0.
 AGENT_REPLIES = {
@@ -35,14 +35,6 @@ NOT_SET_UP = frozenset({RolloutStatus.SETUP_ERROR, RolloutStatus.ENV_INIT_FAILED
 #: Tasks where a do-nothing agent scores > 0 through a checker of OSWorld's own (same result with
 #: OSWorld's evaluator on the same files): task id -> the explanation and the upstream issue or PR.
 KNOWN_NOOP_NONZERO: dict[str, str] = {}
-#: Tasks where a do-nothing agent scores > 0 only on stand-in files (with OSWorld's real files, from
-#: `cua-rollout cache fill`, it scores 0): task id -> why. Counted as explained only while the cache holds
-#: stand-ins for the task.
-STANDIN_NOOP_NONZERO: dict[str, str] = {
-    "dfac9ee8-9bc4-4cdc-b465-4a4bfcd2f397": "the checker passes when firefox_decrypt finds no saved password of "
-    "the account to remove in the Thunderbird profile; the stand-in profile has no saved login at all (the real "
-    "one has it, so doing nothing scores 0)",
-}
 
 
 @dataclass
@@ -72,7 +64,6 @@ class AuditReport:
     outcomes: list[TaskOutcome]
     skipped: dict[str, dict[str, str]] = field(default_factory=dict)
     seconds: float = 0.0
-    standin_tasks: frozenset[str] = frozenset()
 
     def explanation(self, outcome: TaskOutcome) -> str | None:
         """Why the noop agent's reward > 0 on `outcome` is not a start-state bug of this env (None: unexplained)."""
@@ -80,8 +71,6 @@ class AuditReport:
             return None
         if outcome.task_id in KNOWN_NOOP_NONZERO:
             return f"OSWorld checker bug: {KNOWN_NOOP_NONZERO[outcome.task_id]}"
-        if outcome.task_id in STANDIN_NOOP_NONZERO and outcome.task_id in self.standin_tasks:
-            return f"stand-in files: {STANDIN_NOOP_NONZERO[outcome.task_id]}"
         return None
 
     @property
@@ -186,19 +175,15 @@ def write_agent_script(directory: Path, agent: str) -> Path:
     return path
 
 
-def prepare_cache(cache_dir: Path, tasks: list[OSWorldTask]) -> tuple[int, frozenset[str]]:
-    """Stand-ins in `cache_dir` for every URL of `tasks` it lacks; returns how many were made, and the ids
-    of the tasks that read at least one stand-in (per the cache's manifest)."""
-    from services.cli import cache_ops, standins
+def prepare_cache(cache_dir: Path, tasks: list[OSWorldTask]) -> int:
+    """Stand-ins in `cache_dir` for every URL of `tasks` it lacks; returns how many were made.
+
+    Raises: RuntimeError when a stand-in cannot be made (see `standins.load`)."""
+    from services.cli import standins
 
     dumped = [task.model_dump() for task in tasks]
     files = unique_urls(dumped)
-    made = len(standins.load(cache_dir, files.values(), members=standins.archive_members(dumped)).generated)
-    manifest = cache_ops.read_manifest(cache_dir)
-    standin_urls = {url for url, entry in manifest.items() if entry.get("source") == cache_ops.STANDIN_SOURCE}
-    reading = frozenset(task.id for task in tasks
-                        if any(item.url in standin_urls for item in task_files(task.model_dump())))
-    return made, reading
+    return len(standins.load(cache_dir, files.values(), members=standins.archive_members(dumped)).generated)
 
 
 def outcomes_of(run: dict[str, Any], tasks: list[OSWorldTask]) -> list[TaskOutcome]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,6 +85,21 @@ def runner_env(config: StackConfig, gateway_url: str, cache_dir: Path) -> dict[s
     }
     if config.settle_max_s is not None:
         env["RUNNER_SETTLE_MAX_S"] = str(config.settle_max_s)
+    return env
+
+
+def runner_store_env(store_url: str, environ: Mapping[str, str]) -> dict[str, str]:
+    """The runners' step-file store (`RUNNER_STORE_URL`, `common.blobs`): the stack's own store, so screenshots
+    go to it and the stream carries their keys. For `s3://`, the runners' keys are `RUNNER_S3_ACCESS_KEY` /
+    `RUNNER_S3_SECRET_KEY` of `environ` (the stack's environment) when set, else its `S3_*` ones (one machine,
+    one operator). A `RUNNER_STORE_URL` in `environ` wins (empty: PNGs ride in the stream entries, as before)."""
+    store_url = environ.get("RUNNER_STORE_URL", store_url)
+    env = {"RUNNER_STORE_URL": store_url}
+    if store_url.startswith("s3://"):
+        for name in ("ACCESS_KEY", "SECRET_KEY"):
+            value = environ.get(f"RUNNER_S3_{name}") or environ.get(f"S3_{name}")
+            if value:
+                env[f"RUNNER_S3_{name}"] = value
     return env
 
 
@@ -178,6 +194,8 @@ class LocalStack:
 
         if cfg.runners:  # one process for all the workers: it imports the job code once and forks them (pool.py)
             self._spawn("runners", "services.runner", {**runner_env(cfg, self.gateway_url, self.cache_dir),
+                                                       **runner_store_env(self.store_url,
+                                                                          {**os.environ, **cfg.extra_env}),
                                                        "RUNNER_WORKERS": str(cfg.runners)}, None)
 
     def _start_envs(self) -> None:

@@ -282,43 +282,6 @@ def tarball(seed: Seed, mode: str, members: dict[str, bytes] | None = None,
     return compress(out.getvalue())
 
 
-#: The profile directory of OSWorld's Thunderbird profile archives (its tasks' getters name it).
-THUNDERBIRD_PROFILE = "t5q2a5hp.default-release"
-
-
-def thunderbird_profile(seed: Seed) -> dict[str, bytes]:
-    """Members of a stand-in Thunderbird profile archive, extracted into the home as OSWorld's are:
-    `.thunderbird/profiles.ini` and the profile OSWorld's getters read (`prefs.js`, an empty global message
-    database, `xulstore.json`, empty local folders and IMAP filter rules)."""
-    root = f".thunderbird/{THUNDERBIRD_PROFILE}"
-    with tempfile.TemporaryDirectory(prefix="standin-tb-") as scratch:
-        path = Path(scratch) / "global-messages-db.sqlite"
-        connection = sqlite3.connect(path)
-        connection.executescript(
-            "CREATE TABLE folderLocations (id INTEGER PRIMARY KEY, folderURI TEXT NOT NULL, dirtyStatus INTEGER, "
-            "name TEXT, indexingPriority INTEGER DEFAULT -1);"
-            "CREATE TABLE messages (id INTEGER PRIMARY KEY, folderID INTEGER, messageKey INTEGER, "
-            "conversationID INTEGER NOT NULL, date INTEGER, headerMessageID TEXT, deleted INTEGER NOT NULL default 0, "
-            "jsonAttributes TEXT, notability INTEGER);"
-            "CREATE TABLE messageAttributes (conversationID INTEGER NOT NULL, messageID INTEGER NOT NULL, "
-            "attributeID INTEGER NOT NULL, value NUMERIC);")
-        connection.execute("INSERT INTO folderLocations (folderURI, name) VALUES (?, ?)",
-                           (f"mailbox://nobody@Local%20Folders/{seed.words(1)}", seed.tag))
-        connection.commit()
-        connection.close()
-        database = path.read_bytes()
-    return {
-        ".thunderbird/profiles.ini": (f"[Profile0]\nName=default-release\nIsRelative=1\nPath={THUNDERBIRD_PROFILE}\n"
-                                      "Default=1\n\n[General]\nStartWithLastProfile=1\nVersion=2\n").encode(),
-        f"{root}/prefs.js": f'// {seed.tag}\nuser_pref("mail.shell.checkDefaultClient", false);\n'.encode(),
-        f"{root}/global-messages-db.sqlite": database,
-        f"{root}/xulstore.json": b"{}",
-        f"{root}/Mail/Local Folders/Bills": b"",
-        f"{root}/Mail/Local Folders/Inbox": b"",
-        f"{root}/ImapMail/outlook.office365.com/msgFilterRules.dat": b'version="9"\nlogging="no"\n',
-    }
-
-
 #: The tables of Chrome's History database that OSWorld's `update_browse_history` and its getters use.
 HISTORY_SCHEMA = """
 CREATE TABLE meta(key LONGVARCHAR NOT NULL UNIQUE PRIMARY KEY, value LONGVARCHAR);

@@ -6,7 +6,9 @@ and drawn from a generator seeded by the URL's sha256 (`standin_formats`): the s
 same bytes, and every URL's content differs from every other's, so a task's gold file never equals its
 start file and a do-nothing agent cannot match a gold file by accident; a gold file (a task's expected
 state) also carries the features tasks ask agents to add (a chart, a pivot table...), so a checker that
-compares one finds it missing from every start file. Stand-ins are not OSWorld's
+compares one finds it missing from every start file. Exceptions: a Thunderbird profile's saved logins are
+encrypted by NSS, which randomizes them (`standin_thunderbird`); a tool an evaluator downloads from GitHub
+is a working stand-in program (`_TOOLS`), the same for every commit. Stand-ins are not OSWorld's
 files: a task scored on them tests the pipeline (setup, getters, checker), not a model.
 `cua-rollout cache standins INDEX` loads them; `manifest.json` records each with `"source": "stand-in"`,
 and `cua-rollout cache fill` replaces them with the real files.
@@ -28,6 +30,7 @@ from common.task_urls import TaskFile, task_files
 from services.cli import cache_ops
 from services.cli import standin_formats as fmt
 from services.cli import standin_office as office
+from services.cli import standin_thunderbird as thunderbird
 
 #: `source` of a stand-in's entry in the cache manifest.
 STANDIN_SOURCE = cache_ops.STANDIN_SOURCE
@@ -63,6 +66,14 @@ _WRITERS: dict[str, Writer] = {
     ".raw": lambda seed, _name: fmt.raw_bytes(seed),
     **{ext: (lambda seed, name: fmt.sqlite_db(seed, history="history" in name.lower()))
        for ext in (".sqlite", ".db", ".sqlite3")},
+}
+#: Stand-ins that are working programs, by URL: tools OSWorld's evaluators download from GitHub, which this
+#: machine cannot fetch (GitHub is unreachable; they are not on PyPI). Each is a program of cua-rollout's own
+#: with the tool's command line and output for the options OSWorld's tasks use, not the tool itself:
+#: unode/firefox_decrypt's `firefox_decrypt.py` (any commit) -> `standin_firefox_decrypt.py`.
+_TOOLS: dict[re.Pattern[str], Path] = {
+    re.compile(r"https://raw\.githubusercontent\.com/unode/firefox_decrypt/[^/]+/firefox_decrypt\.py"):
+        Path(__file__).with_name("standin_firefox_decrypt.py"),
 }
 #: Writers of gold (expected-state) files, which carry the features tasks ask for (see `standin_formats.xlsx`).
 _GOLD_WRITERS: dict[str, Callable[[fmt.Seed], bytes]] = {
@@ -107,14 +118,19 @@ def standin_bytes(url: str, name: str, gold: bool = False, members: Iterable[str
     file is a task's expected state (a `cloud_file` of `expected`), made with the features a task asks for;
     `members`: for an archive, paths it must hold (each a stand-in of its own type, see `archive_members`).
 
-    Raises: RuntimeError when a media stand-in needs ffmpeg and it is missing or fails."""
+    Raises: RuntimeError when a media stand-in needs ffmpeg and it is missing or fails, or when NSS cannot
+    encrypt a Thunderbird profile's saved logins."""
+    for pattern, tool in _TOOLS.items():
+        if pattern.fullmatch(url):
+            return tool.read_bytes()
     seed = fmt.Seed(hashlib.sha256(url.encode("utf-8")).hexdigest())
     kind = kind_of(name)
     extra = {member: standin_bytes(f"{url}#{member}", member) for member in members}
     if kind == ".zip":
         return fmt.zip_archive(seed, extra)
     if kind in (".tar.gz", ".tar.xz", ".tar.bz2"):
-        profile = fmt.thunderbird_profile(seed) if "thunderbird" in name.lower() else None
+        lower = name.lower()
+        profile = thunderbird.thunderbird_profile(seed, blank="blank" in lower) if "thunderbird" in lower else None
         return fmt.tarball(seed, kind.rsplit(".", 1)[-1], profile, extra)
     if kind in (".gz", ".xz"):
         return fmt.tarball(seed, kind[1:], None, extra)

@@ -79,7 +79,8 @@ def _close_inherited(keep: tuple[int, ...]) -> None:
 
 
 def _connect_pyautogui(display: str) -> None:
-    from pyautogui import _pyautogui_x11
+    # Any: pyautogui's private X connection (`_display`) is replaced at run time.
+    _pyautogui_x11: Any = importlib.import_module("pyautogui._pyautogui_x11")
 
     from services.desktop_env import x11
 
@@ -87,12 +88,12 @@ def _connect_pyautogui(display: str) -> None:
     try:
         importlib.reload(_pyautogui_x11)  # own connection and key mapping, as a fresh import
     except Exception as exc:  # noqa: BLE001 - the action will see it when it uses pyautogui
-        _pyautogui_x11._display = _Unreachable(display, exc)  # type: ignore[attr-defined]
+        _pyautogui_x11._display = _Unreachable(display, exc)
         return
-    conn = x11.repair_error_classes(_pyautogui_x11._display)  # type: ignore[attr-defined]
-    mouseinfo = sys.modules.get("mouseinfo")
+    conn = x11.repair_error_classes(_pyautogui_x11._display)
+    mouseinfo: Any = sys.modules.get("mouseinfo")
     if mouseinfo is not None and hasattr(mouseinfo, "_display"):
-        mouseinfo._display = conn  # type: ignore[attr-defined]
+        mouseinfo._display = conn
 
 
 class _Unreachable:
@@ -205,7 +206,7 @@ def _run_main(code: str, filename: str, argv: list[str]) -> int:
     main = types.ModuleType("__main__")
     main.__dict__.update(__builtins__=builtins, __annotations__={})
     if filename == _PYTHON_C:
-        main.__loader__ = BuiltinImporter  # type: ignore[assignment]
+        main.__dict__["__loader__"] = BuiltinImporter  # as `python -c` sets it (a class, not a loader instance)
         sys.path[0] = ""
     else:
         main.__file__ = filename

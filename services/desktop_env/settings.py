@@ -76,7 +76,7 @@ class DesktopEnvSettings(BaseSettings):
     wipe_tmp: bool = False
     execute_timeout_s: float = 120.0
     file_roots: str = ""
-    log_level: str = unprefixed("LOG_LEVEL", "INFO")  # type: ignore[assignment]
+    log_level: str = unprefixed("LOG_LEVEL", "INFO")
 
     @model_validator(mode="after")
     def _derive(self) -> DesktopEnvSettings:

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from Xlib import X
 from Xlib.display import Display
@@ -142,8 +142,9 @@ def cursor_position(display: str) -> tuple[int, int]:
     return with_connection(display, position)
 
 
-def _text_property(conn: Display, window: object, name: str) -> str | None:
-    prop = window.get_full_property(conn.intern_atom(name), X.AnyPropertyType)  # type: ignore[attr-defined]
+def _text_property(conn: Display, window: Any, name: str) -> str | None:
+    """`name`'s text property of `window` (a python-xlib Window, typed Any: its stubs lack `get_full_property`)."""
+    prop = window.get_full_property(conn.intern_atom(name), X.AnyPropertyType)
     if prop is None:
         return None
     value = prop.value

@@ -25,13 +25,16 @@ from typing import Any
 import Xlib.display
 from Xlib.protocol import rq
 
+#: python-xlib's display module, typed Any: its private `_BaseDisplay` is subclassed and replaced at run time.
+_xlib_display: Any = Xlib.display
+
 _ID_FIELDS = slice(4, 12)  # resource_id_base, resource_id_mask in the setup success reply (X11 protocol)
 _setup_cache: dict[str, tuple[bytes, dict[str, Any]]] = {}
 _extension_cache: dict[tuple[str, str], Any] = {}
 _installed: list[bool] = []
 
 
-class _CachedSetupDisplay(Xlib.display._BaseDisplay):  # type: ignore[misc,name-defined]
+class _CachedSetupDisplay(_xlib_display._BaseDisplay):
     """python-xlib's base display, with the connection setup reply parsed once per X server."""
 
     def parse_connection_setup(self) -> bool:
@@ -73,7 +76,7 @@ def install() -> None:
     """Patch python-xlib in this process (see module doc). Idempotent."""
     if _installed:
         return
-    display_class = Xlib.display.Display
+    display_class: Any = Xlib.display.Display  # Any: two of its methods are replaced below
     list_extensions, query_extension = display_class.list_extensions, display_class.query_extension
 
     def cached_list_extensions(self: Xlib.display.Display) -> Any:
@@ -88,7 +91,7 @@ def install() -> None:
             _extension_cache[key] = query_extension(self, name)
         return _extension_cache[key]
 
-    Xlib.display._BaseDisplay = _CachedSetupDisplay  # type: ignore[attr-defined]
-    display_class.list_extensions = cached_list_extensions  # type: ignore[method-assign]
-    display_class.query_extension = cached_query_extension  # type: ignore[method-assign]
+    _xlib_display._BaseDisplay = _CachedSetupDisplay
+    display_class.list_extensions = cached_list_extensions
+    display_class.query_extension = cached_query_extension
     _installed.append(True)

@@ -37,7 +37,7 @@ import contextlib
 import functools
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 
 import anyio
 import httpx
@@ -208,38 +208,47 @@ def served_version(state: GatewayState, replica: Replica, upstream: httpx.Respon
 
 class RelayedResponse(StreamingResponse):
     """A replica's response relayed to the client as it arrives: status and `headers` at once, then the body's
-    bytes undecoded (`httpx.Response.aiter_raw`), each chunk sent before the next one is read; then `release()`.
+    bytes undecoded (`httpx.Response.aiter_raw`), each chunk sent before the next one is read.
 
-    If the replica breaks off the body, `broke()` is called (a failure of the replica) and the response is left
-    incomplete (the server closes the client's connection: a cut-short response, never a clean end). The
-    upstream response is closed in every case, the client leaving included (Starlette cancels the relay on
-    disconnect)."""
+    `body_iterator` (also for a caller that consumes the response itself instead of sending it, e.g. to record
+    it) yields the body's bytes, then closes the upstream response and calls `release()` however the iteration
+    ends; if the replica breaks off the body it calls `broke()` (a failure of the replica) and raises
+    httpx.HTTPError. Sent to a client, such a response is left incomplete (the server closes the client's
+    connection: a cut-short response, never a clean end); Starlette cancels the relay when the client leaves."""
 
     def __init__(self, upstream: httpx.Response, headers: list[tuple[str, str]], release: Callable[[], None],
                  broke: Callable[[], None], replica: str) -> None:
-        super().__init__(upstream.aiter_raw(), status_code=upstream.status_code)
-        self.raw_headers = encode_headers(headers)
         self.upstream = upstream
         self.release = release
         self.broke = broke
         self.replica = replica
+        self.chunks = self._body()
+        super().__init__(self.chunks, status_code=upstream.status_code)
+        self.raw_headers = encode_headers(headers)
 
-    async def stream_response(self, send: Send) -> None:
-        """Send the head, then each body chunk as it arrives; the end only if the replica's body ended."""
+    async def _body(self) -> AsyncGenerator[bytes, None]:
         try:
-            await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
-            try:
-                async for chunk in self.body_iterator:
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            except httpx.HTTPError as exc:
-                log.warning("replica %s broke off its response after it started (%r): closing the client's "
-                            "connection", self.replica, exc)
-                self.broke()
-                return  # incomplete on purpose
+            async for chunk in self.upstream.aiter_raw():
+                yield chunk
+        except httpx.HTTPError:
+            self.broke()
+            raise
         finally:
             self.release()
             with anyio.CancelScope(shield=True):
                 await self.upstream.aclose()
+
+    async def stream_response(self, send: Send) -> None:
+        """Send the head, then each body chunk as it arrives; the end only if the replica's body ended."""
+        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+        async with contextlib.aclosing(self.chunks) as chunks:
+            try:
+                async for chunk in chunks:
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            except httpx.HTTPError as exc:
+                log.warning("replica %s broke off its response after it started (%r): closing the client's "
+                            "connection", self.replica, exc)
+                return  # incomplete on purpose
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 

@@ -1,9 +1,10 @@
 """The gateway app: an OpenAI-compatible proxy (vLLM OpenAI-compatible server API) over N replicas, with
 policy-version routing and rolling weight reloads for RL.
 
-Routes (all FastAPI routes: middleware applies to every one): `proxy.py` (`/v1/*`), `admin.py` (`/admin/*`), plus
-`/healthz` and `/metrics` (per-app registry). The lifespan owns the one pooled `httpx.AsyncClient` to the replicas
-(`replica_client`), the health-check loop and any running reload.
+Routes (all FastAPI routes: middleware applies to every one): `proxy.py` (`/v1/*`), `admin.py` (`/admin/*`),
+`sessions.py` (`/v1/sessions`, `/sessions/{id}/v1/*`), plus `/healthz` and `/metrics` (per-app registry). The
+lifespan owns the one pooled `httpx.AsyncClient` to the replicas (`replica_client`), the health-check loop, any
+running reload, and the sessions (their Redis publisher and idle-expiry sweep).
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from prometheus_client import CollectorRegistry
 
 from common.auth import reveal, warn_if_open
 from common.dns import Resolver, resolve_ipv4
+from common.eventshards import EventShardSettings
 from common.service import add_health_and_metrics
-from services.model_gateway import admin, proxy
+from services.model_gateway import admin, proxy, sessions
 from services.model_gateway.discovery import ReplicaDiscovery
 from services.model_gateway.forwarding import RequestRejected
 from services.model_gateway.health import health_loop
@@ -29,6 +31,7 @@ from services.model_gateway.reload import ReloadManager
 from services.model_gateway.reload_methods import make_method
 from services.model_gateway.replicas import ReplicaPool
 from services.model_gateway.routing import ConsistentRouter
+from services.model_gateway.session_store import SessionManager, StreamPublisher
 from services.model_gateway.settings import GatewaySettings
 from services.model_gateway.state import GatewayMetrics, GatewayState
 
@@ -93,12 +96,19 @@ def create_app(settings: GatewaySettings | None = None, resolver: Resolver = res
         state.clients[:] = [client]
         task = asyncio.create_task(health_loop(state.pool, client, settings.health_interval_s,
                                                settings.health_timeout_s, state.discovery))
+        publisher = StreamPublisher(settings.redis_url, EventShardSettings().event_shards,
+                                    settings.session_publish_timeout_s)
+        app.state.sessions = SessionManager(publisher, settings.session_ttl_s, settings.session_run_id,
+                                            close_wait_s=settings.request_timeout_s)
+        expiry = asyncio.create_task(app.state.sessions.run_expiry(settings.session_sweep_interval_s))
         try:
             yield
         finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            for job in (task, expiry):
+                job.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await job
+            await publisher.close()
             await state.reloads.stop()
             await client.aclose()
             state.clients.clear()
@@ -110,5 +120,6 @@ def create_app(settings: GatewaySettings | None = None, resolver: Resolver = res
                            registry=state.registry)
     app.include_router(proxy.router)
     app.include_router(admin.router)
+    app.include_router(sessions.router)
     app.add_exception_handler(RequestRejected, _rejected)
     return app

@@ -63,4 +63,5 @@ class GatewayState:
 
 async def get_state(request: Request) -> GatewayState:
     """FastAPI dependency: the app's `GatewayState` (async: FastAPI runs a sync dependency in its threadpool)."""
-    return request.app.state.gateway  # type: ignore[no-any-return]
+    state: GatewayState = request.app.state.gateway
+    return state

@@ -17,6 +17,7 @@ import redis
 from rq import get_current_job
 
 from common import keys
+from common import redis_typed as rt
 from common.run import RolloutJob
 from common.runstate import load_rollout
 from common.service import redis_client
@@ -94,7 +95,7 @@ def _result(rollout_id: str, status: str, reward: float | None, num_steps: int, 
 def _attempt(client: redis.Redis, settings: RunnerSettings, job: RolloutJob,
              picked_at: float | None) -> dict[str, Any]:
     """One attempt of `job` (see `run_rollout`)."""
-    attempt = int(client.incr(keys.attempt_counter(job.rollout_id)))  # type: ignore[arg-type]
+    attempt = rt.incr(client, keys.attempt_counter(job.rollout_id))
     rq_job = get_current_job()
     final_attempt = rq_job is None or not rq_job.retries_left
     failed_envs = list(rq_job.meta.get(FAILED_ENVS_META, [])) if rq_job is not None else []

@@ -31,7 +31,6 @@ import socket
 import threading
 import time
 import uuid
-from typing import Any
 
 import redis
 from rq import Queue
@@ -40,6 +39,7 @@ from rq.registry import ScheduledJobRegistry, StartedJobRegistry
 from rq.timeouts import TimerDeathPenalty
 
 from common import keys
+from common import redis_typed as rt
 from common.envhealth import readmit_recovered
 from common.envpool import EnvPool
 
@@ -182,7 +182,7 @@ class Reaper:
         beating: list[bool] = []
         for start in range(0, len(job_ids), 1000):
             chunk = [keys.job_heartbeat(job_id) for job_id in job_ids[start:start + 1000]]
-            values: list[Any] = self.client.mget(chunk)  # type: ignore[assignment]
+            values = rt.mget(self.client, chunk)
             beating += [value is not None for value in values]
         return beating
 
@@ -193,9 +193,9 @@ class Reaper:
         for name in self.queue_names:
             # Timer-based timeouts: RQ's default (SIGALRM) works only in the main thread.
             registry = StartedJobRegistry(name, connection=self.client, death_penalty_class=TimerDeathPenalty)
-            entries: list[bytes] = self.client.zrange(registry.key, 0, -1)  # type: ignore[assignment]
+            entries = rt.zrange(self.client, registry.key, 0, -1)
             dead_entries = []
-            job_ids = [registry.parse_job_id(entry.decode()) for entry in entries]
+            job_ids = [registry.parse_job_id(rt.text(entry)) for entry in entries]
             for entry, job_id, beating in zip(entries, job_ids, self._beating(job_ids), strict=True):
                 seen.add(job_id)
                 if beating:
@@ -210,7 +210,7 @@ class Reaper:
                     dead_entries.append((entry, job_id))
             if dead_entries:
                 # Expire just these entries, then let RQ's own cleanup retry or fail them (score <= 1).
-                self.client.zadd(registry.key, {entry: 0 for entry, _ in dead_entries}, xx=True)
+                self.client.zadd(registry.key, {rt.text(entry): 0 for entry, _ in dead_entries}, xx=True)
                 registry.cleanup(timestamp=1)
                 for _, job_id in dead_entries:
                     self.client.delete(keys.job_beat_seen(job_id))

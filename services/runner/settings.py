@@ -7,7 +7,7 @@ import socket
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from common.envprotocol import parse_flavor
@@ -53,6 +53,15 @@ class RunnerSettings(ServiceSettings, EventShardSettings):
     within OSWorld's agents' own range (PromptAgent 0.5, its run.py 1.0): enough to leave a bad token
     choice while keeping the format the model learned). When no sample parses, the step is the
     agent's `FAIL` (OSWorld's agents do the same) and the episode is scored.
+    Step files (the block so marked): `store_url` (`RUNNER_STORE_URL`: `s3://bucket` or `file://dir`, the
+    sink's store; empty: a step's PNG rides in its stream entry, as before) is where the runner puts each
+    screenshot and evaluation file under its content address (`common.blobs`) before publishing the event,
+    which then carries the key. With `s3://` the runner uses its own write-only credential
+    (`RUNNER_S3_ACCESS_KEY`, `RUNNER_S3_SECRET_KEY`: PutObject on `{bucket}/_blobs/*` only,
+    `deploy/policies/`), never the sink's `S3_ACCESS_KEY`; endpoint, TLS and region are the shared `S3_*`
+    unless `RUNNER_S3_*` say otherwise. A put failing with transport or 5xx errors is retried for
+    `blob_retry_s` seconds (300, as long as `backpressure_wait_s`: a store outage stalls the runners as the
+    sink's backlog did when PNGs went through the stream), then the attempt ends as `env_error`.
     `workers`: RQ workers in this runner process (`services/runner/pool.py`): above 1, the process imports
     the job code once and forks that many workers, which share it copy-on-write; each has its own id
     (`<id>-w<slot>`), Redis connections, env provider and reaper.
@@ -74,6 +83,9 @@ class RunnerSettings(ServiceSettings, EventShardSettings):
     max_parse_retries: int = Field(default=2, ge=0)
     resample_temperature: float = Field(default=0.7, ge=0.0, le=2.0)
     wait_action_s: float = 1.0
+    #: External agents (services/runner/external.py): a run's `agent_options.command` name -> the command line
+    #: the runner starts (JSON object in `RUNNER_EXTERNAL_AGENTS`; split like a shell, never run by one).
+    external_agents: dict[str, str] = Field(default_factory=dict)
     settle_max_s: float = Field(default=2.0, ge=0.0)
     settle_quiet_s: float = Field(default=0.5, ge=0.0)
     settle_no_change_s: float = Field(default=2.0, ge=0.0)  # nothing shown yet: OSWorld's fixed 2 s
@@ -107,6 +119,31 @@ class RunnerSettings(ServiceSettings, EventShardSettings):
     queues: str = ""
     with_scheduler: bool = True
     burst: bool = False
+
+    # -- Step files to the object store (issue 27; SPEC section 7): see the docstring. -----------------------
+    store_url: str = Field(default="", validation_alias=AliasChoices("RUNNER_STORE_URL", "runner_store_url"))
+    s3_endpoint: str = Field(default="127.0.0.1:9000", validation_alias=AliasChoices(
+        "RUNNER_S3_ENDPOINT", "S3_ENDPOINT", "runner_s3_endpoint"))
+    s3_secure: bool = Field(default=False, validation_alias=AliasChoices("RUNNER_S3_SECURE", "S3_SECURE"))
+    s3_region: str = Field(default="us-east-1", validation_alias=AliasChoices("RUNNER_S3_REGION", "S3_REGION"))
+    s3_access_key: SecretStr = Field(default=SecretStr(""), validation_alias=AliasChoices(
+        "RUNNER_S3_ACCESS_KEY", "runner_s3_access_key"))
+    s3_secret_key: SecretStr = Field(default=SecretStr(""), validation_alias=AliasChoices(
+        "RUNNER_S3_SECRET_KEY", "runner_s3_secret_key"))
+    blob_retry_s: float = Field(default=300.0, ge=0.0)
+
+    @model_validator(mode="after")
+    def _store_credential(self) -> RunnerSettings:
+        """`RUNNER_STORE_URL` is empty, `file://...` or `s3://bucket`; for `s3://` outside local mode the runner's
+        own keys must be set and not well-known (`common.secrets`). Raises: ValueError naming the variable."""
+        if self.store_url and not self.store_url.startswith(("file://", "s3://")):
+            raise ValueError(f"RUNNER_STORE_URL must be file://DIR, s3://BUCKET or empty, got {self.store_url!r}")
+        if self.store_url.startswith("s3://"):
+            keys = {"RUNNER_S3_ACCESS_KEY": self.s3_access_key, "RUNNER_S3_SECRET_KEY": self.s3_secret_key}
+            check_service_secrets("runner", self.local_mode, {"RUNNER_S3_ENDPOINT": self.s3_endpoint}, keys,
+                                  required=keys)
+        return self
+    # -- end of the step-file block ------------------------------------------------------------------------
 
     @field_validator("env_provider")
     @classmethod

@@ -46,7 +46,7 @@ def preload() -> None:
 
 class PickNoting(BaseWorker):
     """Notes when the worker picks each job, before it runs it (the start of the attempt's `startup_ms`,
-    see `services.runner.outcome.TIMING_KEYS`). Mixed in before an RQ worker class."""
+    see `services.runner.timings.TIMING_KEYS`). Mixed in before an RQ worker class."""
 
     def execute_job(self, job: Job, queue: Queue) -> None:
         """Note the pick, then run the job as the RQ worker class after this one does."""

@@ -1,6 +1,6 @@
 """`python -m services.storage_sink`: consume the event stream until SIGTERM/SIGINT; with several event
 shards (`EVENT_SHARDS`), one consumer thread per shard of `SINK_SHARDS`, sharing the Redis client and
-the object store."""
+the object store; and a thread reconciling the runners' blobs (`SINK_RECONCILE_INTERVAL_S`, reconcile.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from common.objectstore import open_store
 from common.service import redis_client, setup_logging, start_metrics_port
 from common.settings import load_settings
 from services.storage_sink.consumer import SinkConsumer
+from services.storage_sink.reconcile import BlobReconciler
 from services.storage_sink.settings import SinkSettings
 from services.storage_sink.writer import TrajectoryWriter
 
@@ -29,6 +30,11 @@ def main() -> None:
     consumers = [SinkConsumer(client, writer, settings, keys.events_stream(shard))
                  for shard in parse_shards(settings.shards, settings.event_shards)]
     others = [threading.Thread(target=c.run_forever, args=(stop,), name=f"sink-{c.stream}") for c in consumers[1:]]
+    if settings.reconcile_interval_s > 0:  # every shard's stream holds back the cutoff, not only this sink's
+        reconciler = BlobReconciler(client, writer.store, [keys.events_stream(i) for i in range(settings.event_shards)],
+                                    settings.blob_ttl_s)
+        others.append(threading.Thread(target=reconciler.run_forever, args=(stop, settings.reconcile_interval_s),
+                                       name="sink-blob-reconcile"))
     try:
         for thread in others:
             thread.start()

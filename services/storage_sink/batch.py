@@ -24,9 +24,9 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 
-from common.events import EpisodeEvent, StepEvent
+from common.events import EpisodeEvent, StepEvent, blobs_of
 from common.objectstore import ObjectStore
-from services.storage_sink.writer import Put, TrajectoryWriter
+from services.storage_sink.writer import TrajectoryWriter, Write
 
 log = logging.getLogger(__name__)
 
@@ -43,12 +43,15 @@ class Outcome(enum.Enum):
 
 @dataclass(frozen=True)
 class Entry:
-    """A decoded stream entry: its id, raw fields, event and PNG (None for episode events)."""
+    """A decoded stream entry: its id, raw fields, event, and a step's screenshot as bytes (`png`) or as the
+    key of the blob the runner put (`png_key`); both None for episode events."""
 
     entry_id: bytes
     fields: dict[bytes, bytes]
     event: StepEvent | EpisodeEvent
     png: bytes | None
+    png_key: str | None = None
+    record_key: str | None = None
 
 
 #: Called with an entry whose write raised and the exception; True when it disposed of the entry.
@@ -114,13 +117,15 @@ class TrajectoryBatch:
         return True
 
     def _steps(self, phase: list[Entry], current: int, outcomes: dict[bytes, Outcome]) -> bool:
-        jobs: list[tuple[Entry, list[Put]]] = []
+        jobs: list[tuple[Entry, list[Write]]] = []
         for entry in phase:
             assert isinstance(entry.event, StepEvent)
             if entry.event.attempt < current:
                 outcomes[entry.entry_id] = Outcome.DROPPED
             else:
-                jobs.append((entry, self.writer.step_puts(self.prefix, entry.event, entry.png, entry.fields[b"data"])))
+                jobs.append((entry, self.writer.step_puts(self.prefix, entry.event, entry.png, entry.fields[b"data"],
+                                                              entry.png_key, entry.record_key,
+                                                              blobs_of(entry.fields))))
         return self._run(jobs, outcomes)
 
     def _end(self, entry: Entry, current: int, outcomes: dict[bytes, Outcome]) -> bool:
@@ -136,7 +141,7 @@ class TrajectoryBatch:
             return outcomes[entry.entry_id] is Outcome.DISPOSED
         return self._run([(entry, [manifest])], outcomes)
 
-    def _run(self, jobs: list[tuple[Entry, list[Put]]], outcomes: dict[bytes, Outcome]) -> bool:
+    def _run(self, jobs: list[tuple[Entry, list[Write]]], outcomes: dict[bytes, Outcome]) -> bool:
         """Run the puts of `jobs` on the pool, one task per entry (its puts one after the other), and wait
         for all; an entry is written when all its puts were. True when the trajectory may go on (no
         entry left pending). One task per entry rather than per put: each hand-off to the pool costs a
@@ -154,7 +159,7 @@ class TrajectoryBatch:
         return go_on
 
 
-def _put_all(store: ObjectStore, puts: list[Put]) -> None:
+def _put_all(store: ObjectStore, puts: list[Write]) -> None:
     """Write `puts` in order; stops at the first that raises (the entry is not written either way)."""
     for put in puts:
         put.run(store)

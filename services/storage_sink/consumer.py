@@ -1,28 +1,21 @@
 """Redis Stream consumer of the sink: at-least-once, ack after the durable write (SPEC section 7).
 
-Each round first takes over entries another consumer left pending for longer than `claim_idle_ms`
-(XAUTOCLAIM: a dead sink's work), then reads new ones (XREADGROUP `>`), up to `batch` entries either
-way; the next batch is read while one is written. The batch's trajectories are written in parallel,
-and so are a trajectory's consecutive steps (one put task per step, at most `workers` at once); each
-trajectory's entries in stream order, its manifest only after every entry before it
-(services/storage_sink/batch.py). An entry is acknowledged and deleted from the stream only after
-its objects are written (one XACK + XDEL per batch), so XLEN is the unpersisted backlog that runners
-watch for backpressure. Undecodable entries, and entries
-whose write failed more than `max_deliveries` times while the store was otherwise healthy, go to the
-dead-letter stream, which is capped at `dead_letter_max` entries (approximate MAXLEN); a dead
-letter's PNG is stored aside in the object store (`_dead_letters/{entry_id}.png`; of event shard n > 0:
-`_dead_letters/shard-{n}/{entry_id}.png`) and the entry keeps only its key and its source stream.
-A consumer reads one stream (one shard of the events, `common.eventshards`); a sink runs one per shard
-it is assigned (`services/storage_sink/__main__.py`).
+One round reads a batch (`stream_group.StreamGroup`: claimed entries of dead sinks, new entries, or
+after a failed write this consumer's own pending ones), writes it while the next batch is read, and
+acknowledges what was written. The batch's trajectories are written in parallel, and so are a
+trajectory's consecutive steps (one put task per step, at most `workers` at once); each trajectory's
+entries in stream order, its manifest only after every entry before it (`batch.py`), each trajectory
+under its Redis lock (`locks.BatchLocks`). An entry that cannot be decoded, or whose write failed
+`max_deliveries` times while the store was otherwise healthy, is dead-lettered (`dead_letters.py`). A
+step whose blob is missing from the store (`writer.MissingBlob`) fails like any write while the store
+is healthy: retried, then dead-lettered.
 
 While the store is down (a write fails and `ObjectStore.healthy()` is false) nothing is dead-lettered:
-the consumer backs off (tenacity: 1 s doubling to `outage_backoff_max_s`, plus up to 1 s of random
-jitter, so sinks do not retry in step) and retries its own pending entries first (XREADGROUP `0`),
-so an outage of any length loses nothing. Writes of one trajectory are
-serialised across sinks by a Redis lock (`keys.sink_lock`), held while a batch writes it (the locks
-of a batch's trajectories taken in one pipeline and released in one script: `BatchLocks`). A Redis
-error (NOGROUP after a Redis restart without its data, a connection loss) never ends the loop: the
-group is re-created, the round retried.
+the consumer backs off (`outage.rounds_until_written`) and retries its own pending entries first, so an
+outage of any length loses nothing. A Redis error (NOGROUP after a Redis restart without its data, a
+connection loss) never ends the loop: the group is re-created, the round retried. A consumer reads one
+stream (one shard of the events, `common.eventshards`); a sink runs one per shard it is assigned
+(`services/storage_sink/__main__.py`).
 """
 
 from __future__ import annotations
@@ -30,98 +23,26 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import uuid
 from concurrent.futures import ThreadPoolExecutor, wait
-from typing import Any
 
 import redis
-import tenacity
 from prometheus_client import Counter, Histogram
 
 from common import keys
-from common.events import decode_event
+from common.events import decode_event, png_key_of, record_key_of
 from services.storage_sink.batch import Entry, Outcome, TrajectoryBatch
+from services.storage_sink.dead_letters import DeadLetters
+from services.storage_sink.locks import BatchLocks
+from services.storage_sink.outage import rounds_until_written
 from services.storage_sink.settings import SinkSettings
+from services.storage_sink.stream_group import Entries, StreamGroup, in_stream_order
 from services.storage_sink.writer import TrajectoryWriter
 
 log = logging.getLogger(__name__)
 
-#: Object-store prefix of the PNGs of dead-lettered entries (`{prefix}/{entry_id}.png`).
-DEAD_LETTER_PREFIX = "_dead_letters"
-
 WRITTEN = Counter("cua_sink_events_written_total", "Events persisted", ["type"])
 DROPPED = Counter("cua_sink_events_stale_total", "Events of superseded attempts dropped")
-DEAD = Counter("cua_sink_dead_lettered_total", "Entries moved to the dead-letter stream")
-CLAIMED = Counter("cua_sink_claimed_total", "Entries taken over from idle consumers")
 WRITE_SECONDS = Histogram("cua_sink_write_seconds", "Time to persist one event")
-
-
-Entries = list[tuple[bytes, dict[bytes, bytes]]]
-
-
-def _in_order(*batches: Entries) -> Entries:
-    """The entries of `batches` once each (by id), in stream order."""
-    unique = {entry_id: fields for batch in batches for entry_id, fields in batch}
-    return sorted(unique.items(), key=lambda item: tuple(int(part) for part in item[0].split(b"-")))
-
-
-#: Deletes each of KEYS whose value is ARGV[1] (the batch's lock token); returns how many it deleted.
-_RELEASE_ALL = """
-local released = 0
-for _, key in ipairs(KEYS) do
-    if redis.call('get', key) == ARGV[1] then
-        redis.call('del', key)
-        released = released + 1
-    end
-end
-return released
-"""
-
-
-class BatchLocks:
-    """The `keys.sink_lock` of every trajectory of a batch, taken without waiting in one pipeline (one
-    `SET NX PX` each, one token for the batch) and released in one script call: two round trips per
-    batch instead of two per trajectory (each cost ~0.1 ms of CPU; a batch has up to `batch`
-    trajectories). The values are those of a redis-py `Lock` (a token; released only by its owner),
-    so a sink taking the lock with `Redis.lock` excludes this one and the reverse. A trajectory whose
-    lock is held elsewhere is not in `held`: the caller waits for it with a `Redis.lock` of its own.
-    Every lock's timeout (`lock_timeout_s`) runs from the batch's start, not from its trajectory's turn
-    in the trajectory pool: a batch writing longer than that is logged (`release`), as a trajectory
-    was before."""
-
-    def __init__(self, client: redis.Redis, prefixes: list[str], timeout_s: float) -> None:
-        self.client = client
-        self.token = uuid.uuid4().hex.encode()
-        self.held: set[str] = set()
-        if not prefixes:  # every entry of the batch was dead-lettered
-            return
-        pipe = client.pipeline(transaction=False)
-        for prefix in prefixes:
-            pipe.set(keys.sink_lock(prefix), self.token, nx=True, px=int(timeout_s * 1000))
-        try:
-            taken = pipe.execute()
-        except redis.RedisError:
-            self.held = set(prefixes)  # some may have been taken before the error: release them all
-            self.release()
-            raise
-        self.held = {prefix for prefix, ok in zip(prefixes, taken, strict=True) if ok}
-
-    def release(self) -> None:
-        """Release the locks still ours; a lock that expired meanwhile is logged. A Redis error is logged
-        too (the locks then expire after their timeout)."""
-        if not self.held:
-            return
-        names = [keys.sink_lock(prefix) for prefix in sorted(self.held)]
-        try:
-            released = int(self.client.eval(_RELEASE_ALL, len(names), *names, self.token))  # type: ignore[arg-type]
-        except redis.RedisError as exc:
-            log.warning("could not release the locks of %d trajectories (they expire): %r", len(names), exc)
-            return
-        finally:
-            self.held = set()
-        if released < len(names):
-            log.warning("%d of %d trajectory locks expired during the batch's write", len(names) - released,
-                        len(names))
 
 
 class SinkConsumer:
@@ -134,6 +55,8 @@ class SinkConsumer:
         self.stream = stream
         self.writer = writer
         self.settings = settings
+        self.group = StreamGroup(client, stream, settings)
+        self.dead_letters = DeadLetters(client, writer.store, stream, settings.dead_letter_max)
         self.outage = False
         #: The last round left entries pending (a write failed): the next rounds retry them, backing off.
         self.left_pending = False
@@ -145,66 +68,19 @@ class SinkConsumer:
         self._ahead: Entries = []
         self._own_pending = False  # entries pending on this consumer to re-read (XREADGROUP `0`) first
 
+    def ensure_group(self) -> None:
+        """Create the consumer group (and the stream) if missing. Raises: redis.RedisError."""
+        self.group.ensure()
+
+    def _dead_letter(self, entry_id: bytes, fields: dict[bytes, bytes], error: str) -> None:
+        self.dead_letters.add(entry_id, fields, error)
+        self.group.done(entry_id)
+
     def close(self) -> None:
         """Stop the worker threads (after the puts under way)."""
         self._reader.shutdown()
         self._trajectories.shutdown()
         self._puts.shutdown()
-
-    def ensure_group(self) -> None:
-        """Create the consumer group (and the stream) if missing."""
-        try:
-            self.client.xgroup_create(self.stream, keys.SINK_GROUP, id="0", mkstream=True)
-        except redis.ResponseError as exc:
-            if "BUSYGROUP" not in str(exc):
-                raise
-
-    def _claim(self) -> Entries:
-        result: Any = self.client.xautoclaim(self.stream, keys.SINK_GROUP, self.settings.consumer,
-                                             min_idle_time=self.settings.claim_idle_ms, start_id="0-0",
-                                             count=self.settings.batch)
-        entries = [(eid, fields) for eid, fields in result[1] if fields]
-        deleted = [eid for eid, fields in result[1] if not fields]  # trimmed while pending: nothing to write
-        if deleted:
-            self.client.xack(self.stream, keys.SINK_GROUP, *deleted)
-        CLAIMED.inc(len(entries))
-        return entries
-
-    def _read(self, block_ms: int | None, entry_id: str = ">") -> Entries:
-        """New entries (`>`), or this consumer's own pending ones (`0`)."""
-        result: Any = self.client.xreadgroup(keys.SINK_GROUP, self.settings.consumer, {self.stream: entry_id},
-                                             count=self.settings.batch, block=block_ms)
-        return [(eid, fields) for _, messages in (result or []) for eid, fields in messages if fields]
-
-    def _done(self, *entry_ids: bytes) -> None:
-        """Acknowledge and delete entries (one round trip)."""
-        pipe = self.client.pipeline(transaction=False)
-        pipe.xack(self.stream, keys.SINK_GROUP, *entry_ids)
-        pipe.xdel(self.stream, *entry_ids)
-        pipe.execute()
-
-    def _dead_letter(self, entry_id: bytes, fields: dict[bytes, bytes], error: str) -> None:
-        dead: dict[Any, Any] = {k: v for k, v in fields.items() if k != b"png"}
-        dead.update({b"error": error.encode(), b"source_id": entry_id, b"source_stream": self.stream.encode()})
-        png = fields.get(b"png")
-        if png is not None:
-            # Entry ids repeat across shards: a shard's own folder (shard 0 keeps the folder of one stream).
-            shard = self.stream.removeprefix(keys.EVENTS_STREAM).strip(":")
-            key = f"{DEAD_LETTER_PREFIX}/{f'shard-{shard}/' if shard else ''}{entry_id.decode()}.png"
-            try:
-                self.writer.store.put(key, png, "image/png")
-                dead[b"png_key"] = key.encode()
-            except Exception as exc:  # the store failed too: keep Redis bounded, say what was lost
-                dead[b"png_dropped"] = f"{len(png)} bytes: {exc!r}".encode()
-        self.client.xadd(keys.DEAD_LETTER_STREAM, dead, maxlen=self.settings.dead_letter_max, approximate=True)
-        self._done(entry_id)
-        DEAD.inc()
-        log.error("dead-lettered %s: %s", entry_id, error)
-
-    def _deliveries(self, entry_id: bytes) -> int:
-        info: Any = self.client.xpending_range(self.stream, keys.SINK_GROUP, min=entry_id, max=entry_id,
-                                               count=1)
-        return int(info[0]["times_delivered"]) if info else 0
 
     def _failed(self, entry: Entry, exc: Exception) -> bool:
         """An entry's write raised: True when it was dead-lettered (disposed of), False when it stays
@@ -215,7 +91,7 @@ class SinkConsumer:
             self.outage = True
             log.warning("object store down, write of %s left pending: %r", entry.entry_id, exc)
             return False
-        if self._deliveries(entry.entry_id) >= self.settings.max_deliveries:
+        if self.group.deliveries(entry.entry_id) >= self.settings.max_deliveries:
             self._dead_letter(entry.entry_id, entry.fields,
                               f"write failed {self.settings.max_deliveries} times: {exc!r}")
             return True
@@ -262,12 +138,13 @@ class SinkConsumer:
         for entry_id, fields in entries:
             try:
                 event, png = decode_event(fields)
+                png_key, record_key = png_key_of(fields), record_key_of(fields)
                 prefix = self.writer.prefix(event)
             except ValueError as exc:
                 self._dead_letter(entry_id, fields, f"undecodable: {exc}")
                 dead += 1
                 continue
-            groups.setdefault(prefix, []).append(Entry(entry_id, fields, event, png))
+            groups.setdefault(prefix, []).append(Entry(entry_id, fields, event, png, png_key, record_key))
         return groups, dead
 
     def persist(self, entries: Entries) -> tuple[int, int]:
@@ -290,7 +167,7 @@ class SinkConsumer:
         outcomes = {entry_id: outcome for result in results for entry_id, outcome in result.items()}
         finished = [entry_id for entry_id, outcome in outcomes.items() if outcome in (Outcome.WRITTEN, Outcome.DROPPED)]
         if finished:
-            self._done(*finished)
+            self.group.done(*finished)
         pending = sum(outcome is Outcome.PENDING for outcome in outcomes.values())
         return done + len(outcomes) - pending, pending
 
@@ -311,13 +188,13 @@ class SinkConsumer:
         self.outage = False
         self.left_pending = False
         ahead, self._ahead = self._ahead, []
-        entries = self._read(None, "0") if retrying else []
+        entries = self.group.read(None, "0") if retrying else []
         self._own_pending = bool(entries)  # up to `batch` were read: read again until none is left
         if not entries:
-            entries = _in_order(self._claim(), ahead) or self._read(block_ms)
+            entries = in_stream_order(self.group.claim(), ahead) or self.group.read(block_ms)
         if not entries:
             return 0
-        reading = None if retrying else self._reader.submit(self._read, None)
+        reading = None if retrying else self._reader.submit(self.group.read, None)
         try:
             persisted, pending = self.persist(entries)
         finally:
@@ -338,18 +215,10 @@ class SinkConsumer:
             except redis.RedisError as exc:
                 log.warning("redis unavailable: %s; retrying", exc)
                 stop.wait(1.0)
-        def pause(seconds: float) -> None:
-            stop.wait(seconds)
-
-        # Rounds until one leaves nothing pending, backing off between them (reset by a round that wrote all).
-        rounds = tenacity.Retrying(
-            retry=tenacity.retry_if_result(bool),
-            wait=tenacity.wait_exponential(multiplier=1.0, max=self.settings.outage_backoff_max_s)
-            + tenacity.wait_random(0, 1.0),
-            stop=lambda _state: stop.is_set(), sleep=pause, retry_error_callback=lambda _state: True)
         while not stop.is_set():
             try:
-                rounds(self._round_left_pending, stop)
+                # Rounds until one leaves nothing pending, backing off between them.
+                rounds_until_written(self._round_left_pending, stop, self.settings.outage_backoff_max_s)
             except redis.ResponseError as exc:
                 log.warning("redis error: %s; re-creating the group and retrying", exc)
                 if "NOGROUP" in str(exc):
@@ -360,9 +229,7 @@ class SinkConsumer:
                 stop.wait(1.0)
         self._finish_read_ahead()
 
-    def _round_left_pending(self, stop: threading.Event) -> bool:
-        if stop.is_set():  # stopped during a back-off: no round after that
-            return False
+    def _round_left_pending(self) -> bool:
         self.process_once(block_ms=self.settings.block_ms)
         return self.left_pending
 

@@ -20,7 +20,12 @@ class SinkSettings(ServiceSettings, ObjectStoreSettings, EventShardSettings):
     outage (s). Outside local mode, an `s3://` store's `S3_*` keys must not be empty or well-known
     (`common.secrets`; ValueError naming the variable). `shards` (`SINK_SHARDS`): the event shards this sink
     consumes, of `EVENT_SHARDS` (`common.eventshards.parse_shards`: "" = all, else e.g. `0,2-3`);
-    one consumer per shard."""
+    one consumer per shard.
+    Blob reconciliation (`services/storage_sink/reconcile.py`): every `reconcile_interval_s` seconds (0: never)
+    one sink deletes the blobs last put more than `blob_ttl_s` seconds before both now and the oldest unwritten
+    event; `blob_ttl_s` must exceed the longest time from a runner's put to its event's XADD (seconds: the
+    put's retries, `RUNNER_BLOB_RETRY_S`, 300 by default, and for evaluation files the env's release plus
+    `RUNNER_FINISH_RETRY_S`)."""
 
     model_config = SettingsConfigDict(env_prefix="SINK_", extra="ignore", populate_by_name=True)
 
@@ -35,6 +40,8 @@ class SinkSettings(ServiceSettings, ObjectStoreSettings, EventShardSettings):
     outage_backoff_max_s: float = 10.0
     metrics_port: int = 9102
     shards: str = ""
+    blob_ttl_s: float = Field(default=3600.0, ge=300.0)
+    reconcile_interval_s: float = Field(default=600.0, ge=0.0)
 
     @model_validator(mode="after")
     def _known_shards(self) -> SinkSettings:

@@ -1,7 +1,8 @@
 """Writes events into the DART-style trajectory layout (SPEC section 7), idempotently.
 
 Per trajectory `{run_id}/{task_id}_{rollout_index}/`: `task_config.json`, `attempt.json` (the newest
-started attempt), `image_{step:04d}.png`, `step_{step:04d}.json`, `final_messages.json`, `reward.txt`
+started attempt), `image_{step:04d}.png` (copied inside the store from the blob the runner put, `common.blobs`,
+or written from the bytes of an entry that carried them), `step_{step:04d}.json`, `final_messages.json`, `reward.txt`
 (only when the reward is not null), `manifest.json`. Keys are deterministic, so a redelivered event
 rewrites the same bytes. Steps and end events of an attempt older than `attempt.json` are dropped, and
 a newer attempt's start deletes the older attempt's steps: two attempts never mix. The manifest names
@@ -19,15 +20,23 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from common.blobs import check_blob_key
 from common.events import EpisodeEvent, StepEvent
 from common.objectstore import ObjectStore
 from common.run import trajectory_prefix
 
 #: Files of a finished attempt, deleted when a newer attempt starts.
 _FINAL_FILES = ("manifest.json", "reward.txt", "final_messages.json", "evaluation.json")
+
+
+def _media_type(name: str) -> str:
+    """Content type of a blob by its extension (`image/<ext>`; `jpg` is `image/jpeg`)."""
+    extension = name.rsplit(".", 1)[-1]
+    return "image/jpeg" if extension == "jpg" else f"image/{extension}"
 
 
 def _json(data: Any) -> bytes:
@@ -45,6 +54,28 @@ class Put:
     def run(self, store: ObjectStore) -> None:
         """`store.put` this object. Raises: whatever the store raises."""
         store.put(self.key, self.data, self.content_type)
+
+
+class MissingBlob(LookupError):
+    """A step file's blob is not in the store (never put, or deleted): the entry cannot be written."""
+
+
+@dataclass(frozen=True)
+class Copy:
+    """One object to write from a blob the runner put (`common.blobs`): `key` gets the bytes of `source`."""
+
+    key: str
+    source: str
+
+    def run(self, store: ObjectStore) -> None:
+        """`store.copy` the blob. Raises: MissingBlob naming both keys; whatever else the store raises."""
+        try:
+            store.copy(self.source, self.key)
+        except KeyError as exc:
+            raise MissingBlob(f"blob {self.source} of {self.key} is not in the store") from exc
+
+
+Write = Put | Copy
 
 
 class TrajectoryWriter:
@@ -65,15 +96,30 @@ class TrajectoryWriter:
         except KeyError:
             return 0
 
-    def step_puts(self, prefix: str, event: StepEvent, png: bytes | None, data: bytes | None = None) -> list[Put]:
-        """The objects of a step (its PNG when it has one, its JSON); independent of each other.
+    def step_puts(self, prefix: str, event: StepEvent, png: bytes | None, data: bytes | None = None,
+                  png_key: str | None = None, record_key: str | None = None,
+                  blobs: Mapping[str, bytes] | None = None) -> list[Write]:
+        """The objects of a step (its PNG when it has one: copied from its blob `png_key`, or put from `png`;
+        its session images; its JSON: copied from the whole record's blob `record_key` when the entry carried
+        the record without its token arrays, else put from `data`); independent of each other.
+
+        `blobs`: the entry's content-addressed images (`common.events.blob_name`, checked when the entry was
+        decoded), stored as `{prefix}/<name>`: a session re-sends its earlier screenshots in every call, and
+        each is stored once (a redelivery or a second sender rewrites the same bytes under the same key).
 
         `data`: the event's JSON as the runner published it (`common.events.encode_event`, which `event` was
         validated from): stored as it is, compact, instead of encoding `event` again (a step's token ids made the
         sink's re-encoding with indentation ~5 % of its Python time and its files ~1.7x larger)."""
-        puts = [Put(f"{prefix}/image_{event.step:04d}.png", png, "image/png")] if png is not None else []
+        image = f"{prefix}/image_{event.step:04d}.png"
+        puts: list[Write] = [Copy(image, png_key)] if png_key is not None else \
+            [Put(image, png, "image/png")] if png is not None else []
+        puts += [Put(f"{prefix}/{name}", blob, _media_type(name)) for name, blob in (blobs or {}).items()]
+        step_file = f"{prefix}/step_{event.step:04d}.json"
+        if record_key is not None:
+            puts.append(Copy(step_file, record_key))
+            return puts
         body = data if data is not None else event.model_dump_json(by_alias=True).encode()
-        puts.append(Put(f"{prefix}/step_{event.step:04d}.json", body, "application/json"))
+        puts.append(Put(step_file, body, "application/json"))
         return puts
 
     def write_start(self, prefix: str, event: EpisodeEvent, current: int) -> bool:
@@ -100,24 +146,31 @@ class TrajectoryWriter:
         for name in _FINAL_FILES:
             self.store.delete(f"{prefix}/{name}")
 
-    def _evaluation_puts(self, prefix: str, evaluation: dict[str, Any]) -> list[Put]:
-        """`evaluation.json` and its files under `evidence/` (what the evaluation read, for rescoring).
+    def _evaluation_puts(self, prefix: str, evaluation: dict[str, Any]) -> list[Write]:
+        """`evaluation.json` and its files under `evidence/` (what the evaluation read, for rescoring): inline
+        (`files`: name -> base64) or put by the runner (`file_keys`: name -> blob key, copied).
 
-        Raises: ValueError (a poison event) for a file name with a path in it or undecodable bytes."""
-        puts = []
-        for name, encoded in (evaluation.pop("files", None) or {}).items():
-            if "/" in name or name in ("", ".", ".."):
+        Raises: ValueError (a poison event) for a file name with a path in it, undecodable bytes or a bad key."""
+        puts: list[Write] = []
+        inline = evaluation.pop("files", None) or {}
+        stored = evaluation.pop("file_keys", None) or {}
+        for name in [*inline, *stored]:
+            if not isinstance(name, str) or "/" in name or name in ("", ".", ".."):
                 raise ValueError(f"evaluation file name {name!r} is not a plain file name")
+        for name, encoded in inline.items():
             puts.append(Put(f"{prefix}/evidence/{name}", base64.b64decode(encoded, validate=True),
                             "application/octet-stream"))
+        for name, key in stored.items():
+            puts.append(Copy(f"{prefix}/evidence/{name}", check_blob_key(key)))
         puts.append(Put(f"{prefix}/evaluation.json", _json(evaluation), "application/json"))
         return puts
 
-    def end_puts(self, prefix: str, event: EpisodeEvent) -> tuple[list[Put], Put]:
+    def end_puts(self, prefix: str, event: EpisodeEvent) -> tuple[list[Write], Put]:
         """The objects of an end event: (the final files, independent of each other; the manifest, to
         write once they are all written). The caller has checked the attempt.
         Raises: ValueError for malformed evaluation files."""
-        body = [Put(f"{prefix}/final_messages.json", _json(event.final_messages or []), "application/json")]
+        body: list[Write] = [Put(f"{prefix}/final_messages.json", _json(event.final_messages or []),
+                                 "application/json")]
         if event.reward is not None:
             body.append(Put(f"{prefix}/reward.txt", repr(float(event.reward)).encode(), "text/plain"))
         if event.evaluation is not None:

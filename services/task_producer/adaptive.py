@@ -14,11 +14,11 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable
-from typing import Any
 
 import redis
 
 from common import keys
+from common import redis_typed as rt
 from common.run import AdaptiveRollouts, RunRequest, make_rollout_id
 from common.runstate import RolloutRecord, is_cancelled, read_finished
 from services.task_producer.queueing import enqueue_rollouts, queue_for
@@ -68,7 +68,7 @@ register_curriculum("informative", informative)
 
 def _task_rollouts(client: redis.Redis, run_id: str, task_id: str, count: int) -> list[RolloutRecord | None]:
     ids = [make_rollout_id(run_id, task_id, i) for i in range(count)]
-    raw: list[Any] = client.hmget(keys.run_results(run_id), ids)  # type: ignore[assignment]
+    raw = rt.hmget(client, keys.run_results(run_id), ids)
     return [RolloutRecord.model_validate_json(r) if r else None for r in raw]
 
 
@@ -78,7 +78,7 @@ def step_task(client: redis.Redis, settings: ProducerSettings, request: RunReque
     were added (0 also when the task is still running or now settled)."""
     if client.sismember(keys.run_settled(run_id), task_id):
         return 0
-    count = int(client.hget(keys.run_task_rollouts(run_id), task_id) or 0)  # type: ignore[arg-type]
+    count = int(rt.hget(client, keys.run_task_rollouts(run_id), task_id) or 0)
     records = _task_rollouts(client, run_id, task_id, count)
     if any(r is None or not r.status.is_terminal for r in records):
         return 0
@@ -126,33 +126,33 @@ class AdaptiveController:
         while not self._stop.is_set():
             try:
                 if self._lead():
-                    for run_id in self.client.smembers(keys.ADAPTIVE_RUNS):  # type: ignore[union-attr]
-                        self.step_run(run_id.decode() if isinstance(run_id, bytes) else str(run_id))
+                    for run_id in rt.smembers(self.client, keys.ADAPTIVE_RUNS):
+                        self.step_run(rt.text(run_id))
             except redis.RedisError as exc:  # Redis away: try again next round, nothing is lost
                 log.warning("adaptive controller: %s", exc)
             self._stop.wait(self.interval_s)
 
     def _lead(self) -> bool:
         """Hold or take the controller lease; only the holder extends runs."""
-        held = self.client.get(keys.ADAPTIVE_LEADER)
-        if held is not None and held.decode() == self.identity:  # type: ignore[union-attr]
+        held = rt.get(self.client, keys.ADAPTIVE_LEADER)
+        if held is not None and rt.text(held) == self.identity:
             return bool(self.client.pexpire(keys.ADAPTIVE_LEADER, LEADER_TTL_MS))
         return bool(self.client.set(keys.ADAPTIVE_LEADER, self.identity, nx=True, px=LEADER_TTL_MS))
 
     def step_run(self, run_id: str) -> None:
         """Handle the rollouts of `run_id` that ended since the stored cursor; retire the run once
         every task is settled."""
-        raw = self.client.get(keys.adaptive_request(run_id))
+        raw = rt.get(self.client, keys.adaptive_request(run_id))
         if raw is None:
             self.client.srem(keys.ADAPTIVE_RUNS, run_id)
             return
-        request = RunRequest.model_validate_json(raw)  # type: ignore[arg-type]
+        request = RunRequest.model_validate_json(raw)
         cursor_raw = self.client.get(keys.adaptive_cursor(run_id))
         cursor = cursor_raw.decode() if isinstance(cursor_raw, bytes) else "0-0"
         for entry_id, record in read_finished(self.client, run_id, cursor, count=500):
             step_task(self.client, self.settings, request, run_id, record.task_id)
             self.client.set(keys.adaptive_cursor(run_id), entry_id)
-        if int(self.client.scard(keys.run_settled(run_id))) >= len(request.tasks):  # type: ignore[arg-type]
+        if rt.scard(self.client, keys.run_settled(run_id)) >= len(request.tasks):
             self._retire(run_id)
 
     def _retire(self, run_id: str) -> None:

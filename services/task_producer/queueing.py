@@ -14,6 +14,7 @@ from rq.exceptions import NoSuchJobError
 from rq.job import Job
 
 from common import keys
+from common import redis_typed as rt
 from common.osworld_features import unsupported_by_catalogue
 from common.run import ON_FAILURE_CALLBACK, ROLLOUT_JOB_FUNC, RolloutJob, RunRequest, make_rollout_id, rq_job_id
 from common.runstate import RolloutRecord, RunMeta, load_run_meta, record_rollout, save_run_meta
@@ -208,7 +209,7 @@ def cancel_run(client: redis.Redis, run_id: str) -> int:
     meta.cancelled = True
     save_run_meta(client, meta)
     cancelled = 0
-    counts: dict[Any, Any] = client.hgetall(keys.run_task_rollouts(run_id))  # type: ignore[assignment]
+    counts = rt.hgetall(client, keys.run_task_rollouts(run_id))
     for task_id in meta.task_ids:
         for index in range(int(counts.get(task_id.encode(), meta.rollouts_per_task))):
             job_id = rq_job_id(run_id, task_id, index)
@@ -227,8 +228,7 @@ def cancel_run(client: redis.Redis, run_id: str) -> int:
                         rollout_index=index,
                         domain=meta.domains.get(task_id, "default"),
                         status=RolloutStatus.CANCELLED,
-                        attempt=int(client.get(keys.attempt_counter(  # type: ignore[arg-type]
-                            make_rollout_id(run_id, task_id, index))) or 1),
+                        attempt=rt.get_int(client, keys.attempt_counter(make_rollout_id(run_id, task_id, index))) or 1,
                     ),
                 )
                 cancelled += 1

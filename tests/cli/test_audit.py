@@ -33,12 +33,13 @@ def _outcome(task_id: str, status: str, reward: float | None) -> audit.TaskOutco
     return audit.TaskOutcome(task_id, "os", status, reward, None, status != "setup_error", reward is not None)
 
 
-def test_report_counts_and_explanations() -> None:
-    standin_task = next(iter(audit.STANDIN_NOOP_NONZERO))
-    outcomes = [_outcome("a", "completed", 0.0), _outcome(standin_task, "completed", 1.0)]
-    report = audit.AuditReport("noop", outcomes, standin_tasks=frozenset({standin_task}))
-    assert report.summary_line() == "audit: set up 2/2, scored 2/2, noop nonzero 1" and report.passed()
-    assert not audit.AuditReport("noop", outcomes).passed()  # real files in the cache: unexplained
+def test_report_counts_and_explanations(monkeypatch: pytest.MonkeyPatch) -> None:
+    outcomes = [_outcome("a", "completed", 0.0), _outcome("b", "completed", 1.0)]
+    report = audit.AuditReport("noop", outcomes)
+    assert report.summary_line() == "audit: set up 2/2, scored 2/2, noop nonzero 1" and not report.passed()
+    assert report.explanation(outcomes[1]) is None  # a start-state difference: fixed, never explained
+    monkeypatch.setitem(audit.KNOWN_NOOP_NONZERO, "b", "checker bug (upstream issue)")
+    assert report.passed() and report.explanation(outcomes[1]) == "OSWorld checker bug: checker bug (upstream issue)"
     broken = audit.AuditReport("noop", [_outcome("a", "setup_error", None)])
     assert broken.summary_line() == "audit: set up 0/1, scored 0/1, noop nonzero 0" and not broken.passed()
     assert audit.AuditReport("fail", [_outcome("b", "agent_fail", 1.0)]).passed()  # infeasible task paid for FAIL
@@ -53,10 +54,12 @@ def test_audit_one_task_per_domain_sets_up_and_scores_each_with_reward_zero(tmp_
          "--json", "--work-dir", str(tmp_path / "audit"), "--cache-dir", str(tmp_path / "cache")],
         capture_output=True, text=True, cwd=ROOT, timeout=1100)
     lines = result.stdout.strip().splitlines()
-    assert lines[-1] == "audit: set up 10/10, scored 10/10, noop nonzero 1", result.stdout[-3000:] + result.stderr
+    assert lines[-1] == "audit: set up 10/10, scored 10/10, noop nonzero 0", result.stdout[-3000:] + result.stderr
     report = json.loads("\n".join(lines[:-1]))
     for outcome in report["outcomes"]:
         assert outcome["set_up"] and outcome["scored"] and outcome["status"] == "completed", outcome
-        assert outcome["reward"] == 0.0 or outcome["task_id"] in report["explained"], outcome
-    assert list(report["explained"]) == ["dfac9ee8-9bc4-4cdc-b465-4a4bfcd2f397"]  # stand-in profile (see audit.py)
+        assert outcome["reward"] == 0.0, outcome
+    assert report["explained"] == {}
+    # thunderbird's first task: the stand-in profile carries the account's saved login (issue 25)
+    assert "dfac9ee8-9bc4-4cdc-b465-4a4bfcd2f397" in {o["task_id"] for o in report["outcomes"]}
     assert result.returncode == 0

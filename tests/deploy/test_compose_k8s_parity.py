@@ -27,14 +27,14 @@ PAIRS = {"producer": "producer", "gateway": "gateway", "sink": "sink", "runner":
 SAME_VALUE = {
     "desktop_env": ["DESKTOP_PORT", "DESKTOP_HOME", "DESKTOP_DISPLAY", "DESKTOP_RUNTIME_DIR", "DESKTOP_XDG_RUNTIME_DIR",
                     "DESKTOP_WIPE_TMP", "DESKTOP_FILE_ROOTS", "HOME", "USER"],
-    "runner": ["RUNNER_CACHE_DIR", "RUNNER_METRICS_PORT", "PYTHONPATH"],
+    "runner": ["RUNNER_CACHE_DIR", "RUNNER_METRICS_PORT", "RUNNER_STORE_URL", "PYTHONPATH"],
     "producer": ["PRODUCER_PORT", "STORE_URL", "PYTHONPATH"],
     "gateway": ["GATEWAY_PORT", "PYTHONPATH"],
     "sink": ["STORE_URL", "PYTHONPATH"],
 }
 #: Settings that must be set (from a secret) in both: the tokens of docker-compose.yml's safe defaults.
 SET_IN_BOTH = {
-    "runner": ["RUNNER_GATEWAY_API_KEY"],
+    "runner": ["RUNNER_GATEWAY_API_KEY", "RUNNER_S3_ACCESS_KEY", "RUNNER_S3_SECRET_KEY"],
     "producer": ["PRODUCER_API_TOKEN", "PRODUCER_GATEWAY_URL", "PRODUCER_GATEWAY_ADMIN_TOKEN", "S3_ACCESS_KEY",
                  "S3_SECRET_KEY"],
     "gateway": ["GATEWAY_API_KEYS", "GATEWAY_ADMIN_TOKEN"],

@@ -14,8 +14,10 @@ import pytest
 from common.task_urls import task_files
 from services.cli import standins
 from services.runner.osworld.metrics.docs import compare_references
+from services.runner.osworld.metrics.general.files import check_csv
 from services.runner.osworld.metrics.table import compare_table
 from services.runner.osworld.metrics.vlc import compare_images
+from tests.cli.standin_profiles import decrypt, extract_profile, forget_login
 from tests.oracle.client import Oracle, same_value
 from tests.oracle.office_support import agree
 
@@ -80,3 +82,23 @@ def test_references_and_images_of_stand_ins_score_zero_with_osworlds_checkers(or
         options = {} if base is None else {"reference_base_result": base}
         assert agree(oracle, "metrics.vlc", compare_images, str(wallpaper), str(picture), stubs=("acoustid",),
                      **options) < 0.1
+
+
+def test_thunderbird_account_removal_scores_0_untouched_and_1_once_the_login_is_gone(
+        oracle: Oracle, tmp_path: Path) -> None:
+    """thunderbird/dfac9ee8 ("remove the account anonym-x2024@outlook.com"): OSWorld's `check_csv` with its
+    `unexpect` rule, on the CSV the stand-in firefox_decrypt prints for the stand-in profile: 0 as set up
+    (a do-nothing agent), 1 once the account's login is gone (as Thunderbird removes it with the account)."""
+    task = json.loads((INDEX / "examples" / "thunderbird" / "dfac9ee8-9bc4-4cdc-b465-4a4bfcd2f397.json").read_text())
+    rules = task["evaluator"]["expected"]["rules"]
+    profile = extract_profile(tmp_path / "home")
+    scores = []
+    for label in ("untouched", "removed"):
+        if label == "removed":
+            forget_login(profile, "imap://outlook.office365.com")
+        result = decrypt(tmp_path / "home", tmp_path)
+        assert result.returncode == 0, result.stderr
+        listing = tmp_path / f"thunderbird-accounts-{label}.csv"
+        listing.write_text(result.stdout)
+        scores.append(agree(oracle, "metrics.general", check_csv, str(listing), rules=rules))
+    assert scores == [0, 1]

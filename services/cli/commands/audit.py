@@ -83,7 +83,7 @@ def audit_command(
         selection = select_tasks(index, per_domain=per_domain, only=task)
         if not selection.audited:
             raise ValueError(f"{index}: no task runnable offline to audit")
-        made, standin_tasks = prepare_cache(cache_dir, selection.audited)
+        made = prepare_cache(cache_dir, selection.audited)
     out = err_console if as_json else console
     out.print(f"auditing {len(selection.audited)} tasks with the {agent} agent on {envs} envs "
               f"({len(selection.skipped)} not runnable offline; {made} stand-in files added to {cache_dir})")
@@ -96,7 +96,7 @@ def audit_command(
             submitted = client.submit(selection.audited, rollouts_per_task=1, max_steps=AUDIT_MAX_STEPS)
             run = watch_run(client, submitted["run_id"], timeout, out)
     report = AuditReport(agent=agent, outcomes=outcomes_of(run, selection.audited), skipped=selection.skipped,
-                         seconds=time.monotonic() - started, standin_tasks=standin_tasks)
+                         seconds=time.monotonic() - started)
     if as_json:
         print(json.dumps(report.to_json(), indent=2))
     else:

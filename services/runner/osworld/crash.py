@@ -18,7 +18,7 @@ import sqlite3
 import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from services.runner.osworld.errors import EvalError
 from services.runner.osworld.rules import RuleError
@@ -81,6 +81,6 @@ def crashes_as_eval_error(name: str, *extra: type[BaseException]) -> Callable[[F
             with input_errors(name, *extra):
                 return function(*args, **kwargs)
 
-        return wrapper  # type: ignore[return-value]
+        return cast(F, wrapper)
 
     return decorate

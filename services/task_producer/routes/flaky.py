@@ -10,6 +10,7 @@ from fastapi import APIRouter, Depends, Path, Query
 from pydantic import BaseModel
 
 from common import keys
+from common import redis_typed as rt
 from common.flaky import FlakyReport, flaky_tasks
 from common.ids import TASK_ID_MAX, TASK_ID_PATTERN
 from common.runstate import list_run_ids, load_rollouts, load_run_meta
@@ -40,8 +41,7 @@ def get_flaky(client: Annotated[redis.Redis, Depends(get_redis)],
 
 
 def _quarantine(client: redis.Redis) -> Quarantine:
-    members = client.smembers(keys.QUARANTINE)
-    return Quarantine(task_ids=sorted(m.decode() if isinstance(m, bytes) else str(m) for m in members))  # type: ignore[union-attr]
+    return Quarantine(task_ids=sorted(rt.text(m) for m in rt.smembers(client, keys.QUARANTINE)))
 
 
 @router.get("/v1/quarantine", response_model=Quarantine)
@@ -68,5 +68,5 @@ def quarantined_ids(client: redis.Redis, task_ids: list[str]) -> set[str]:
     """Which of `task_ids` are on the quarantine list."""
     if not task_ids:
         return set()
-    flags = client.smismember(keys.QUARANTINE, task_ids)
-    return {task_id for task_id, flag in zip(task_ids, flags, strict=True) if flag}  # type: ignore[arg-type]
+    flags = rt.smismember(client, keys.QUARANTINE, task_ids)
+    return {task_id for task_id, flag in zip(task_ids, flags, strict=True) if flag}

@@ -17,6 +17,7 @@ import redis
 from kubernetes import client
 
 from common import keys
+from common import redis_typed as rt
 from services.runner.envs.kubernetes.podspec import APP_LABEL, MANAGED_BY
 
 
@@ -43,7 +44,7 @@ class CreationCaps:
         window_s = max(1.0, 1.0 / self.creates_per_s)  # e.g. 0.5/s: one creation per 2 s window
         limit = max(1, math.floor(self.creates_per_s * window_s))
         key = keys.k8s_creations(self.namespace, int(time.time() / window_s))
-        used = int(self.redis.incr(key))  # type: ignore[arg-type]
+        used = rt.incr(self.redis, key)
         if used == 1:
             self.redis.expire(key, int(window_s) + 5)
         if used > limit:

@@ -9,16 +9,36 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from services.runner.osworld.errors import EvalError
 
 Metric = Callable[..., float]
 FilePath = str | Path
+T = TypeVar("T")
 
 
 def score(ok: bool) -> float:
     return 1.0 if ok else 0.0
+
+
+def given(value: T | None, what: str) -> T:
+    """`value`, which a getter or a rule may leave None where OSWorld's function assumes a value.
+
+    Raises: TypeError("<what> is None"), the error OSWorld's function meets on None; a metric's
+    `crashes_as_eval_error` turns it into EvalError naming the metric."""
+    if value is None:
+        raise TypeError(f"{what} is None")
+    return value
+
+
+def given_path(value: FilePath | None, what: str) -> FilePath:
+    """`given` for a file path (mypy cannot solve `T | None` against the `str | Path` union).
+
+    Raises: TypeError("<what> is None"), as `given`."""
+    if value is None:
+        raise TypeError(f"{what} is None")
+    return value
 
 
 def rule_field(rules: Any, key: str, metric: str) -> Any:

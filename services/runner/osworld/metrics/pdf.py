@@ -8,7 +8,7 @@ from typing import Any
 from pypdf import PdfReader
 
 from services.runner.osworld.crash import crashes_as_eval_error
-from services.runner.osworld.metrics.base import FilePath, Metric, score
+from services.runner.osworld.metrics.base import FilePath, Metric, given, score
 
 
 @crashes_as_eval_error("check_pdf_pages")
@@ -19,7 +19,7 @@ def check_pdf_pages(pdf_file: FilePath | None, rules: dict[str, Any] | None = No
     if pdf_file is None:
         return 0.0
     pages = len(PdfReader(pdf_file).pages)
-    return score(bool(getattr(operator, rules["relation"])(pages, rules["ref_value"])))  # type: ignore[index]
+    return score(bool(getattr(operator, given(rules, "rules")["relation"])(pages, given(rules, "rules")["ref_value"])))
 
 
 METRICS: dict[str, Metric] = {

@@ -21,7 +21,7 @@ from rapidfuzz import fuzz
 
 from services.runner.osworld.crash import crashes_as_eval_error
 from services.runner.osworld.errors import EvalError
-from services.runner.osworld.metrics.base import FilePath, Metric, score
+from services.runner.osworld.metrics.base import FilePath, Metric, given, given_path, score
 from services.runner.osworld.rules import match_record
 
 _TIME_OF_DAY = re.compile(r"([01]\d|2[0-3]):[0-5]\d:([0-5]\d|60)")
@@ -38,7 +38,8 @@ def diff_text_file(result: FilePath | None, expected: FilePath | None = None) ->
     """Line-level similarity in [0, 1] of two text files: difflib's ratio over their lines."""
     if result is None:
         return 0.0
-    return difflib.SequenceMatcher(a=_read(result).splitlines(), b=_read(expected).splitlines()).ratio()  # type: ignore[arg-type]
+    expected_lines = _read(given_path(expected, "expected")).splitlines()
+    return difflib.SequenceMatcher(a=_read(result).splitlines(), b=expected_lines).ratio()
 
 
 def file_contains(file_path: FilePath | None, config: dict[str, Any] | None = None) -> float:
@@ -48,7 +49,7 @@ def file_contains(file_path: FilePath | None, config: dict[str, Any] | None = No
         return 0.0
     try:
         text = _read(file_path)
-        return score(all(item in text for item in config["expected"]))  # type: ignore[index]
+        return score(all(item in text for item in given(config, "config")["expected"]))
     except Exception:  # OSWorld: anything unreadable scores 0
         return 0.0
 
@@ -59,8 +60,9 @@ def check_list(result: FilePath | None, rules: dict[str, list[str]] | None = Non
     of `rules["unexpect"]` matches any line (lines keep their newline, as OSWorld reads them)."""
     if result is None:
         return 0.0
-    expect = [re.compile(p) for p in rules.get("expect", [])]  # type: ignore[union-attr]
-    unexpect = [re.compile(p) for p in rules.get("unexpect", [])]  # type: ignore[union-attr]
+    rules = given(rules, "rules")
+    expect = [re.compile(p) for p in rules.get("expect", [])]
+    unexpect = [re.compile(p) for p in rules.get("unexpect", [])]
     found = [False] * len(expect)
     clean = True
     with open(result, encoding="utf-8") as handle:
@@ -76,7 +78,8 @@ def check_csv(result: FilePath | None, rules: dict[str, list[dict[str, str]]] | 
     see `rules.match_record`) and no pattern of `rules["unexpect"]` matches any row."""
     if result is None:
         return 0.0
-    expect, unexpect = rules.get("expect", []), rules.get("unexpect", [])  # type: ignore[union-attr]
+    rules = given(rules, "rules")
+    expect, unexpect = rules.get("expect", []), rules.get("unexpect", [])
     found = [False] * len(expect)
     clean = True
     with open(result, encoding="utf-8") as handle:
@@ -93,7 +96,7 @@ def check_line_number(file_path: FilePath | None, line_number: dict[str, Any] | 
         return 0.0
     try:
         count = sum(1 for line in _read(file_path).split("\n") if _TIME_OF_DAY.search(line))
-        return score(count == int(line_number["expected"]))  # type: ignore[index]
+        return score(count == int(given(line_number, "line_number")["expected"]))
     except Exception:  # OSWorld: anything unreadable scores 0
         return 0.0
 
@@ -128,7 +131,7 @@ def run_sqlite3(result: FilePath | None, rules: dict[str, Any] | None = None) ->
         raise EvalError(f"run_sqlite3: no database file at {result!r}")
     connection = sqlite3.connect(result)
     try:
-        row = connection.execute(rules["sql"]).fetchone()  # type: ignore[index]
+        row = connection.execute(given(rules, "rules")["sql"]).fetchone()
         return float(row[0] or 0)
     finally:
         connection.close()
@@ -141,7 +144,7 @@ def fuzzy_place_math(result_file_path: FilePath | None, rules: dict[str, Any] | 
     three words; 0.0 otherwise or for a missing file."""
     if result_file_path is None:
         return 0.0
-    answers = rules["expected"]  # type: ignore[index]
+    answers = given(rules, "rules")["expected"]
     words = [word for paragraph in Document(str(result_file_path)).paragraphs for word in paragraph.text.split()]
     scores = [max([0.0, *(fuzz.ratio(word, answer) / 100 for answer in answers)]) for word in words]
     return sum(scores) / 3 if len(scores) == 3 else 0.0

@@ -14,7 +14,7 @@ from lxml.cssselect import CSSSelector
 from rapidfuzz import fuzz
 
 from services.runner.osworld.crash import crashes_as_eval_error
-from services.runner.osworld.metrics.base import FilePath, Metric, score
+from services.runner.osworld.metrics.base import FilePath, Metric, given, score
 from services.runner.osworld.rules import match_value_to_rule
 
 _A11Y_HOSTS = {"ubuntu": "ubuntu", "windows": "windows", "macos": "macos"}
@@ -68,7 +68,8 @@ def check_json(result: FilePath | None, rules: dict[str, Any] | None = None, is_
     usable, document = _load(result, is_yaml)
     if not usable:
         return 0.0
-    expect, unexpect = rules.get("expect", {}), rules.get("unexpect", {})  # type: ignore[union-attr]
+    rules = given(rules, "rules")
+    expect, unexpect = rules.get("expect", {}), rules.get("unexpect", {})
     passed = True
     try:
         for rule in expect:
@@ -103,7 +104,7 @@ def check_accessibility_tree(result: str | None, rules: list[dict[str, Any]] | N
     namespaces = A11Y_NAMESPACES[osname]
     tree = lxml.etree.fromstring(result)
     total: Any = 1.0
-    for rule in rules:  # type: ignore[union-attr]
+    for rule in given(rules, "rules"):
         if "xpath" in rule:
             elements = tree.xpath(rule["xpath"], namespaces=namespaces)
         elif "selectors" in rule:

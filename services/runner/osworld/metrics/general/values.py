@@ -15,7 +15,7 @@ from typing import Any
 from rapidfuzz import fuzz
 
 from services.runner.osworld.crash import crashes_as_eval_error
-from services.runner.osworld.metrics.base import Metric, score
+from services.runner.osworld.metrics.base import Metric, given, score
 
 _EVALUATION_FAILED = "__EVALUATION_FAILED__"
 
@@ -23,7 +23,7 @@ _EVALUATION_FAILED = "__EVALUATION_FAILED__"
 @crashes_as_eval_error("exact_match")
 def exact_match(result: Any, rules: dict[str, Any] | None = None) -> float:
     """1.0 iff `result == rules["expected"]` (no normalisation: a trailing newline matters)."""
-    return score(result == rules["expected"])  # type: ignore[index]
+    return score(result == given(rules, "rules")["expected"])
 
 
 @crashes_as_eval_error("check_include_exclude")
@@ -32,20 +32,21 @@ def check_include_exclude(result: Any, rules: dict[str, Any] | None = None) -> f
     a list) and no item of `rules["exclude"]` is; both default to empty; a None result scores 0.0."""
     if result is None:
         return 0.0
-    include, exclude = rules.get("include", []), rules.get("exclude", [])  # type: ignore[union-attr]
+    rules = given(rules, "rules")
+    include, exclude = rules.get("include", []), rules.get("exclude", [])
     return score(all(item in result for item in include) and all(item not in result for item in exclude))
 
 
 @crashes_as_eval_error("match_in_list")
 def match_in_list(result: Any, rules: dict[str, Any] | None = None) -> float:
     """1.0 iff `result` is `in rules["expected"]` (a list of accepted values)."""
-    return score(result in rules["expected"])  # type: ignore[index]
+    return score(result in given(rules, "rules")["expected"])
 
 
 @crashes_as_eval_error("is_in_list")
 def is_in_list(result: Any, rules: dict[str, Any] | None = None) -> float:
     """1.0 iff `rules["expected"]` is `in` the result (an element of a list, a substring of a text)."""
-    return score(rules["expected"] in result)  # type: ignore[index]
+    return score(given(rules, "rules")["expected"] in result)
 
 
 @crashes_as_eval_error("literal_match")
@@ -72,7 +73,7 @@ def literal_match(result: Any, expected: Any = None, **options: Any) -> float:
 def fuzzy_match(result: Any, rules: dict[str, Any] | None = None) -> float:
     """Similarity in [0, 1] of `result` and `rules["expected"]`: rapidfuzz `fuzz.ratio / 100`
     (the normalised Indel similarity; 0 when either is None)."""
-    return float(fuzz.ratio(result, rules["expected"]) / 100.0)  # type: ignore[index]
+    return float(fuzz.ratio(result, given(rules, "rules")["expected"]) / 100.0)
 
 
 def _expected_marks_failure(rules: Any) -> bool:
@@ -88,7 +89,7 @@ def _expected_marks_failure(rules: Any) -> bool:
 def _all_equal(result: Any, expected: dict[str, Any]) -> bool:
     for key in expected.keys():
         if expected.get("ignore_list_order", False):
-            if sorted(expected.get(key)) != sorted(result.get(key)):  # type: ignore[arg-type, type-var]
+            if sorted(expected[key]) != sorted(result.get(key)):
                 return False
         elif expected.get(key) != result.get(key):
             return False
@@ -126,8 +127,9 @@ def check_direct_json_object(result: Any, rules: dict[str, Any] | None = None) -
     if result is None or _expected_marks_failure(rules):
         return 0.0
     try:
-        expected = rules["expected"]  # type: ignore[index]
-        in_result = rules.get("expect_in_result", False)  # type: ignore[union-attr]
+        rules = given(rules, "rules")
+        expected = rules["expected"]
+        in_result = rules.get("expect_in_result", False)
         matched = _all_in_result(result, expected) if in_result else _all_equal(result, expected)
     except Exception:  # OSWorld: any error while comparing scores 0
         return 0.0

@@ -12,6 +12,7 @@ from typing import Any
 
 from services.runner.osworld.crash import crashes_as_eval_error
 from services.runner.osworld.metrics import lo_registry
+from services.runner.osworld.metrics.base import given
 
 logger = logging.getLogger(__name__)
 
@@ -24,8 +25,9 @@ def check_presenter_console_disable(config_file_path: Any) -> float:
         root = lo_registry.parse(config_file_path)
         for prop in lo_registry.props(root, "/org.openoffice.Office.Impress/Misc/Start", "EnablePresenterScreen",
                                       nested=False):
-            value = prop.find("value").text  # type: ignore[union-attr]  # no value: caught below, as in OSWorld
-            return 1.0 if value.lower() == "false" else 0.0  # type: ignore[union-attr]
+            # No <value> or no text: caught below, as in OSWorld.
+            value = given(given(prop.find("value"), "<value>").text, "<value> text")
+            return 1.0 if value.lower() == "false" else 0.0
         return 0.0
     except Exception as exc:  # OSWorld: `except Exception` -> logged, 0
         logger.info("check_presenter_console_disable: %s", exc)
@@ -55,7 +57,7 @@ def check_auto_saving_time(pptx_file: Any, rules: Any) -> float:
             continue
         for prop in item.iter("prop"):
             if prop.get(f"{{{lo_registry.OOR}}}name") == "AutoSaveTimeIntervall":
-                interval = prop.find(".//value").text  # type: ignore[union-attr]  # None: OSWorld's AttributeError
+                interval = given(prop.find(".//value"), "<value>").text  # None: OSWorld's AttributeError
                 break
     if interval is None:
         return 0.0

@@ -8,6 +8,7 @@ from typing import Any
 import openpyxl
 
 from services.runner.osworld.errors import EvalError
+from services.runner.osworld.metrics.base import given
 from services.runner.osworld.metrics.table.workbook import read_lines
 
 
@@ -36,7 +37,7 @@ def compare_csv(result: str | None, expected: str | list[str] | None = None, **o
         raise EvalError(f"compare_csv: result must be a file path, got {result!r}") from exc
     candidates = [expected] if isinstance(expected, str) else expected
     try:
-        for candidate in candidates:  # type: ignore[union-attr]
+        for candidate in given(candidates, "expected"):
             try:
                 expected_lines = read_lines(candidate)
             except OSError:
@@ -57,8 +58,8 @@ def compare_conference_city_in_order(actual_city_list_path: str | None,
     Raises: EvalError when the workbook cannot be read or the rule has no `expected` (as OSWorld).
     """
     try:
-        wanted = expected_city["expected"]  # type: ignore[index]
-        sheet = openpyxl.load_workbook(actual_city_list_path).active  # type: ignore[arg-type]
+        wanted = given(expected_city, "expected_city")["expected"]
+        sheet = openpyxl.load_workbook(given(actual_city_list_path, "actual_city_list_path")).active
     except Exception as exc:
         raise EvalError(f"compare_conference_city_in_order: cannot read {actual_city_list_path!r} "
                         f"with rules {expected_city!r}: {type(exc).__name__}: {exc}") from exc

@@ -16,7 +16,7 @@ from typing import Any
 
 from services.runner.osworld.crash import input_errors
 from services.runner.osworld.errors import EvalError
-from services.runner.osworld.metrics.base import score
+from services.runner.osworld.metrics.base import given_path, score
 
 ConfigPath = str | Path
 
@@ -24,7 +24,7 @@ ConfigPath = str | Path
 def read_vlcrc(path: ConfigPath | None, metric: str) -> list[str]:
     """The lines of a vlcrc (split on "\\n"). Raises: EvalError for None, a missing or non-UTF-8 file."""
     with input_errors(metric):
-        return Path(path).read_bytes().decode("utf-8").split("\n")  # type: ignore[arg-type]
+        return Path(given_path(path, "path")).read_bytes().decode("utf-8").split("\n")
 
 
 def last_value(lines: list[str], marker: str, default: str) -> str:

@@ -13,7 +13,7 @@ from urllib.parse import urlparse
 from xml.etree import ElementTree
 
 from services.runner.osworld.crash import input_errors
-from services.runner.osworld.metrics.base import score
+from services.runner.osworld.metrics.base import given, given_path, score
 
 _META = 'information/category[@name="meta"]/info[@name="{}"]'
 FILE_FIELDS = tuple(_META.format(name) for name in ("filename", "title", "uri", "location", "name"))
@@ -64,8 +64,9 @@ def is_vlc_playing(actual_status_path: str | Path | None, rule: Any) -> float:
     (or without `file_name` / `url` once playing).
     """
     with input_errors("is_vlc_playing", ElementTree.ParseError):
-        tree = ElementTree.fromstring(Path(actual_status_path).read_bytes().decode("utf-8"))  # type: ignore[arg-type]
-        if tree.find("state").text != "playing":  # type: ignore[union-attr]
+        status_path = given_path(actual_status_path, "actual_status_path")
+        tree = ElementTree.fromstring(Path(status_path).read_bytes().decode("utf-8"))
+        if given(tree.find("state"), "<state>").text != "playing":
             return 0.0
         kind = rule["type"]
         if kind == "file_name":

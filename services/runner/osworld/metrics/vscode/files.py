@@ -21,18 +21,18 @@ from pypdf.errors import PyPdfError
 
 from services.runner.osworld.crash import input_errors
 from services.runner.osworld.errors import EvalError
-from services.runner.osworld.metrics.base import FilePath, score
+from services.runner.osworld.metrics.base import FilePath, given_path, score
 
 PDF_TEXT_SIMILARITY = 0.95
 NUMBER_TOLERANCE = 1e-4
 
 
-def _read(path: FilePath, metric: str) -> str:
+def _read(path: FilePath | None, metric: str) -> str:
     """Text of a host file (universal newlines, the locale's encoding, as `open()`).
 
-    Raises: EvalError when it is missing or cannot be decoded."""
+    Raises: EvalError when it is None, missing or cannot be decoded."""
     with input_errors(metric):
-        with open(path) as file:
+        with open(given_path(path, "path")) as file:
             return file.read()
 
 
@@ -50,7 +50,7 @@ def compare_text_file(actual: FilePath | None, expected: FilePath | None = None,
     if not actual:
         return 0.0
     actual_text = _read(actual, "compare_text_file")
-    expected_text = _read(expected, "compare_text_file")  # type: ignore[arg-type]
+    expected_text = _read(expected, "compare_text_file")
     if options.get("ignore_blanks", False):
         actual_text, expected_text = _blanks_collapsed(actual_text), _blanks_collapsed(expected_text)
     if options.get("ignore_case", False):
@@ -176,7 +176,7 @@ def compare_zip_files(actual: FilePath | None, expected: FilePath | None, **opti
     if not actual:
         return 0.0
     with input_errors("compare_zip_files", zipfile.BadZipFile, zipfile.LargeZipFile, PyPdfError):
-        with zipfile.ZipFile(Path(actual)) as first, zipfile.ZipFile(expected) as second:  # type: ignore[arg-type]
+        with zipfile.ZipFile(Path(actual)) as first, zipfile.ZipFile(given_path(expected, "expected")) as second:
             names = set(first.namelist())
             if names != set(second.namelist()):
                 return 0.0
