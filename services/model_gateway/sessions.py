@@ -151,6 +151,8 @@ async def close_session(session_id: str, request: Request, state: GatewayState =
 async def session_models(session_id: str, request: Request, state: GatewayState = Depends(get_state),
                          sessions: SessionManager = Depends(get_sessions)) -> Response:
     """`GET /v1/models` within a session; 404 naming it when unknown or closed."""
+    if (denied := _unauthorized(state, request)) is not None:
+        return denied
     try:
         sessions.get(session_id)
     except SessionNotFound as exc:

@@ -143,4 +143,5 @@ def test_admin_token_and_api_keys(scripts_dir: Path) -> None:
             assert c.post(CHAT, json=chat(), headers={"Authorization": "Bearer k3"}).status_code == 401
             assert c.post(CHAT, json=chat(), headers={"Authorization": "Bearer k2"}).status_code == 200
             assert c.get("/v1/models").status_code == 401
+            assert c.get("/sessions/s-1/v1/models").status_code == 401  # the sessions' model list too
             assert c.get("/healthz").status_code == 200  # probes stay open
