@@ -40,6 +40,16 @@ class RequestBody:
         self.gone = False
         self._settled = asyncio.Event()  # complete or gone
 
+    @classmethod
+    def of_bytes(cls, data: bytes, receive: Receive) -> RequestBody:
+        """A complete body of `data` (a caller that read or built the body itself); `receive` is the request's
+        ASGI channel, read only by `wait_disconnect`."""
+        body = cls(receive)
+        body._chunks = [data] if data else []
+        body.complete = True
+        body._settled.set()
+        return body
+
     async def _next(self) -> None:
         """Read one ASGI message into the body. Raises: ClientGone on `http.disconnect`."""
         message: Message = await self._receive()

@@ -2,7 +2,7 @@
 
 - `POST /v1/sessions` (body `session_store.SessionSpec`, optional) opens a session: 201 `SessionInfo` with its
   id and `base_url` (`<gateway>/sessions/{id}/v1`), which an OpenAI SDK client takes as its `base_url`.
-- `POST /sessions/{id}/v1/chat/completions`: forwarded by the proxy's own path (`proxy.forward`: routing,
+- `POST /sessions/{id}/v1/chat/completions`: forwarded by the proxy's own path (`forward_completion`: routing,
   retries, deadlines, policy-version headers, auth), sticky to one replica (`X-Episode-Id` = the session id),
   with the token fields RL needs added (`recorder.prepare_request`); the answer is recorded
   (`recorder.call_event`: request messages with images by reference, prompt and response token ids, logprobs,
@@ -26,11 +26,11 @@ from collections.abc import AsyncIterator, Callable
 from fastapi import APIRouter, Body, Depends, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel
-from starlette.types import Message
 
 from common.auth import bearer, token_ok
 from common.events import StepEvent
 from services.model_gateway import proxy
+from services.model_gateway.forwarding import forward_completion
 from services.model_gateway.recorder import (
     CallTiming,
     StreamTranscript,
@@ -51,7 +51,6 @@ from services.model_gateway.state import GatewayState, get_state
 log = logging.getLogger(__name__)
 router = APIRouter()
 CHAT_PATH = "/v1/chat/completions"
-_REPLACED_HEADERS = {b"content-length", b"transfer-encoding", b"x-episode-id", b"x-session-id"}
 
 
 class SessionInfo(BaseModel):
@@ -152,36 +151,19 @@ async def close_session(session_id: str, request: Request, state: GatewayState =
 async def session_models(session_id: str, request: Request, state: GatewayState = Depends(get_state),
                          sessions: SessionManager = Depends(get_sessions)) -> Response:
     """`GET /v1/models` within a session; 404 naming it when unknown or closed."""
+    if (denied := _unauthorized(state, request)) is not None:
+        return denied
     try:
         sessions.get(session_id)
     except SessionNotFound as exc:
         return _error(404, str(exc))
-    return await proxy.models(request, state)
-
-
-def inner_request(request: Request, body: bytes, session_id: str) -> Request:
-    """The request `proxy.forward` is to send: `body`, its length, `X-Episode-Id: <session id>` (sticky), the
-    client's other headers, the proxy's path; after the body, the client's own `receive` (its disconnect)."""
-    headers = [(k, v) for k, v in request.scope["headers"] if k.lower() not in _REPLACED_HEADERS]
-    headers += [(b"content-length", str(len(body)).encode()), (b"x-episode-id", session_id.encode())]
-    scope = {**request.scope, "headers": headers, "path": CHAT_PATH, "raw_path": CHAT_PATH.encode()}
-    sent = False
-
-    async def receive() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await request.receive()
-
-    return Request(scope, receive)
+    return await proxy.models(state)
 
 
 async def forward(request: Request, body: bytes, session_id: str, state: GatewayState) -> Response:
-    """The gateway's own forwarding of a completion (`proxy.forward`: routing, retries, deadlines, version
-    headers) with `body` instead of the client's and the session as the sticky key. The one call of the proxy's
-    forwarding in this module (a forwarding function taking `body=` and `session=` replaces `inner_request`)."""
-    return await proxy.forward(inner_request(request, body, session_id), CHAT_PATH, state)
+    """The gateway's own forwarding of a completion (`forwarding.forward_completion`: routing, retries, deadlines,
+    version headers) with `body` instead of the client's and the session as the sticky key."""
+    return await forward_completion(request, CHAT_PATH, state, body=body, session=session_id)
 
 
 def _is_event_stream(response: Response) -> bool:

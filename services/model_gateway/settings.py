@@ -23,7 +23,9 @@ class GatewaySettings(ServiceSettings):
 
     `admin_token` (`GATEWAY_ADMIN_TOKEN`, the `/admin` routes) and `api_keys` (`GATEWAY_API_KEYS`, comma-separated
     keys of the OpenAI routes) are `SecretStr`; empty leaves those routes open, which only local mode allows:
-    outside it (`common.secrets`), an empty or well-known one raises ValueError naming it."""
+    outside it (`common.secrets`), an empty or well-known one raises ValueError naming it. `replica_api_key`
+    (`GATEWAY_REPLICA_API_KEY`, `SecretStr`) is the bearer token the gateway sends to its replicas (vLLM's
+    `--api-key`); empty: none. A client's own `Authorization` is never forwarded."""
 
     model_config = SettingsConfigDict(env_prefix="GATEWAY_", extra="ignore", populate_by_name=True)
 
@@ -56,6 +58,7 @@ class GatewaySettings(ServiceSettings):
     session_sweep_interval_s: float = Field(default=5.0, gt=0)
     admin_token: SecretStr = SecretStr("")
     api_keys: SecretStr = SecretStr("")
+    replica_api_key: SecretStr = SecretStr("")
 
     @property
     def replica_urls(self) -> list[str]:

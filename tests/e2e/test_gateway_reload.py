@@ -27,7 +27,7 @@ from services.scripted_policy.tokens import expected_logprobs
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FAST_TASKS = sorted((ROOT / "examples" / "tasks" / "fast").glob("*.json"))
 ROLLOUTS_PER_TASK = 10
 
