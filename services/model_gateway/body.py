@@ -3,7 +3,7 @@
 A screenshot-sized chat request is megabytes. Reading it whole before opening the upstream request (what the
 gateway did, and what nginx does by default) puts a full second copy of the upload on the request's latency;
 relaying each ASGI `http.request` message as it arrives (nginx's `proxy_request_buffering off`) overlaps the
-two. The chunks are kept, so an attempt that fails before the first byte of the answer can be retried on
+two. The chunks are kept, so an attempt that fails before the first byte of the response can be retried on
 another replica from the start of the body.
 """
 

@@ -65,7 +65,7 @@ NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 
 
 class RequestRejected(Exception):
-    """A request the gateway answers itself (bad header, no replica, version conflict, deadline, auth); the app
+    """A request the gateway responds to itself (bad header, no replica, version conflict, deadline, auth); the app
     turns it into `response` (`server.py` registers the handler)."""
 
     def __init__(self, response: Response) -> None:
@@ -349,7 +349,7 @@ async def forward_completion(request: Request, path: str, state: GatewayState, *
                 upstream_s += time.perf_counter() - upstream_started
                 release()
                 state.pool.record_failure(replica)
-                last_error = f"replica {replica.id} answered HTTP {upstream.status_code}"
+                last_error = f"replica {replica.id} responded HTTP {upstream.status_code}"
                 log.warning("attempt %d on %s: HTTP %d", attempt, replica.id, upstream.status_code)
                 if payload.gone or (payload.complete and await request.is_disconnected()):
                     return _client_gone(state)
@@ -362,7 +362,7 @@ async def forward_completion(request: Request, path: str, state: GatewayState, *
             if not _small(upstream):
                 broke = functools.partial(state.pool.record_failure, replica)
                 return RelayedResponse(upstream, out_headers, release, broke, replica.id)
-            try:  # a small answer (a non-streamed completion) in one piece: no relay task, one write to the client
+            try:  # a small response (a non-streamed completion) in one piece: no relay task, one write to the client
                 content = b"".join([chunk async for chunk in upstream.aiter_raw()])
             except httpx.HTTPError as exc:
                 state.pool.record_failure(replica)

@@ -6,8 +6,8 @@
   the gateway's server and client frame each hop themselves.
 - Request: the client's `Authorization` (its key for the gateway, `GATEWAY_API_KEYS`) never reaches a replica;
   the gateway's client sends its own replica credential (`GATEWAY_REPLICA_API_KEY`, set on the shared client).
-  `Host` and `Content-Length` are the upstream hop's (set by httpx), `Expect` was answered by the gateway's own
-  server, and the answer is asked uncompressed (`Accept-Encoding: identity`: bytes are relayed undecoded).
+  `Host` and `Content-Length` are the upstream hop's (set by httpx), `Expect` was handled by the gateway's own
+  server, and the response is asked uncompressed (`Accept-Encoding: identity`: bytes are relayed undecoded).
 - Response: `Date` and `Server` are set by the gateway's server, `X-Replica` and `X-Model-Version` by the
   gateway. Everything else is kept, in order, repeated names included (two `Set-Cookie` stay two).
 

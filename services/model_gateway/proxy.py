@@ -41,7 +41,7 @@ async def completions(request: Request, state: GatewayState = Depends(get_state)
 
 @router.get("/models", response_model=None)
 async def models(state: GatewayState = Depends(get_state)) -> Response:
-    """The model list of a healthy replica (fewest in-flight first); 503 when none answers."""
+    """The model list of a healthy replica (fewest in-flight first); 503 when none responds."""
     tried: set[str] = set()
     last_error = "none routable"
     while (replica := state.router.least_loaded(tried)) is not None:
@@ -53,7 +53,7 @@ async def models(state: GatewayState = Depends(get_state)) -> Response:
             last_error = f"replica {replica.id}: {exc!r}"
             continue
         if upstream.status_code >= 500:
-            last_error = f"replica {replica.id} answered HTTP {upstream.status_code}"
+            last_error = f"replica {replica.id} responded HTTP {upstream.status_code}"
             continue
         response = Response(upstream.content, status_code=upstream.status_code)  # decoded: its own length
         headers = relayed_response_headers(upstream.headers.multi_items(), replica.id,

@@ -4,12 +4,12 @@
   (services/runner/model_client.py; vLLM's fields in `common.vllm_protocol`): `logprobs`, `return_token_ids`
   (prompt and response token ids) and, when the client did not ask for logprobs itself,
   `return_tokens_as_token_ids` (ids in the logprob tokens too, for servers without `return_token_ids`).
-  What the client did not ask for is taken out of a JSON answer again (`strip_added`), so the agent sees the
-  answer it asked for; a streamed answer is relayed as it comes, those fields included.
+  What the client did not ask for is taken out of a JSON response again (`strip_added`), so the agent sees the
+  response it asked for; a streamed response is relayed as it comes, those fields included.
 - The request's chat messages are kept with every inline image (`data:` URL) replaced by an `image_ref` part
   naming a content-addressed blob (`common.events.blob_name`); the blob's bytes ride once per session on the
   event stream beside the step (`blob:<name>` fields) and the sink stores them under that name.
-- The answer's text, token ids, logprobs, usage, served version and replica, and the call's timings make one
+- The response's text, token ids, logprobs, usage, served version and replica, and the call's timings make one
   `cua.step.v1` record (`call_event`).
 """
 
@@ -128,16 +128,16 @@ class CallTiming:
 
 def call_event(ref: RolloutRef, session_id: str, step: int, request: dict[str, Any], payload: dict[str, Any],
                headers: dict[str, str], timing: CallTiming) -> tuple[StepEvent, dict[str, bytes]]:
-    """The `cua.step.v1` record of one answered call and the blobs of its request's images.
+    """The `cua.step.v1` record of one call with its response and the blobs of its request's images.
 
-    `request`: the body as the client sent it; `payload`: the replica's JSON answer (token fields included);
-    `headers`: the gateway answer's headers (`X-Replica`, `X-Model-Version`).
-    Raises: ValueError when the answer has no `choices[0].message` (not a chat completion)."""
+    `request`: the body as the client sent it; `payload`: the replica's JSON response (token fields included);
+    `headers`: the gateway response's headers (`X-Replica`, `X-Model-Version`).
+    Raises: ValueError when the response has no `choices[0].message` (not a chat completion)."""
     try:
         choice = payload["choices"][0]
         text = choice["message"].get("content") or ""
     except (KeyError, IndexError, TypeError, AttributeError) as exc:
-        raise ValueError(f"the replica's answer is not a chat completion ({exc!r})") from exc
+        raise ValueError(f"the replica's response is not a chat completion ({exc!r})") from exc
     token_ids, logprobs, prompt_ids = read_tokens(payload, choice)
     messages, blobs = images_by_reference(request["messages"])
     usage = payload.get("usage") or {}
@@ -155,8 +155,8 @@ def call_event(ref: RolloutRef, session_id: str, step: int, request: dict[str, A
 
 
 class StreamTranscript:
-    """Collects a streamed answer (server-sent events, `common.vllm_protocol.ChatCompletionStreamResponse`
-    chunks) as it is relayed, into the payload shape of a non-streaming answer for `call_event`."""
+    """Collects a streamed response (server-sent events, `common.vllm_protocol.ChatCompletionStreamResponse`
+    chunks) as it is relayed, into the payload shape of a non-streaming response for `call_event`."""
 
     def __init__(self) -> None:
         self._buffer = b""
@@ -196,7 +196,7 @@ class StreamTranscript:
             self.logprobs += (choice.get("logprobs") or {}).get("content") or []
 
     def payload(self) -> dict[str, Any]:
-        """The collected answer as a non-streaming chat completion payload."""
+        """The collected response as a non-streaming chat completion payload."""
         return {"choices": [{"index": 0, "message": {"role": "assistant", "content": "".join(self.text)},
                              "logprobs": {"content": self.logprobs},
                              "token_ids": self.token_ids if self.has_token_ids else None}],

@@ -5,13 +5,13 @@ calls, their idle TTL, and the publication of their records on the event stream 
 A session belongs to a rollout (`RolloutRef`): the one its creator names (a runner driving an external agent),
 else one of its own, `{GATEWAY_SESSION_RUN_ID}/{session id}_0`. With `episode_events` (the default) the gateway
 publishes the episode's start when the session opens and its end (`completed`, no reward, `num_steps` = the
-calls recorded) when it closes; without, the creator publishes them (it scores the episode). Each answered call
-is published as one `cua.step.v1` record before its answer goes back to the client (a call whose record cannot
-be published within `GATEWAY_SESSION_PUBLISH_TIMEOUT_S` is answered 503, so no recorded call is lost and no
-answer goes out unrecorded); records of one session are published one at a time, so `step` numbers the calls
-0, 1, ... with no gap, in the order their answers arrived.
+calls recorded) when it closes; without, the creator publishes them (it scores the episode). Each call with a response
+is published as one `cua.step.v1` record before its response goes back to the client (a call whose record cannot
+be published within `GATEWAY_SESSION_PUBLISH_TIMEOUT_S` is responded 503, so no recorded call is lost and no
+response goes out unrecorded); records of one session are published one at a time, so `step` numbers the calls
+0, 1, ... with no gap, in the order their responses arrived.
 
-Memory: an open session keeps its records (for `GET /v1/sessions/{id}` and the close answer); a closed one
+Memory: an open session keeps its records (for `GET /v1/sessions/{id}` and the close response); a closed one
 only its id and why it closed (the last `MAX_CLOSED` of them), so a call to it gets a 404 that says so.
 """
 

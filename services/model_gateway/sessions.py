@@ -4,13 +4,13 @@
   id and `base_url` (`<gateway>/sessions/{id}/v1`), which an OpenAI SDK client takes as its `base_url`.
 - `POST /sessions/{id}/v1/chat/completions`: forwarded by the proxy's own path (`forward_completion`: routing,
   retries, deadlines, policy-version headers, auth), sticky to one replica (`X-Episode-Id` = the session id),
-  with the token fields RL needs added (`recorder.prepare_request`); the answer is recorded
+  with the token fields RL needs added (`recorder.prepare_request`); the response is recorded
   (`recorder.call_event`: request messages with images by reference, prompt and response token ids, logprobs,
   version, replica, timings) and published as a `cua.step.v1` record before it goes back (503 when it cannot
-  be). Streaming answers are relayed chunk by chunk and recorded when complete. `GET .../v1/models` as
+  be). Streaming responses are relayed chunk by chunk and recorded when complete. `GET .../v1/models` as
   `/v1/models`.
 - `GET /v1/sessions/{id}`: the session and its records so far. `DELETE /v1/sessions/{id}` closes it (calls in
-  flight finish first) and answers its records; an idle session closes by itself after its TTL
+  flight finish first) and returns its records; an idle session closes by itself after its TTL
   (`GATEWAY_SESSION_TTL_S`). Any call to an unknown or closed session: 404 `{"error"}` naming it.
 - Sessions publish on the event stream of `REDIS_URL`; 401 without a valid key when `GATEWAY_API_KEYS` is set.
 """
@@ -80,7 +80,8 @@ class SessionRecord(SessionInfo):
 
 def get_sessions(request: Request) -> SessionManager:
     """FastAPI dependency: the app's `SessionManager`."""
-    return request.app.state.sessions  # type: ignore[no-any-return]
+    sessions: SessionManager = request.app.state.sessions
+    return sessions
 
 
 def _info(request: Request, session: Session, closed: bool = False) -> SessionInfo:
@@ -171,7 +172,7 @@ def _is_event_stream(response: Response) -> bool:
 
 
 async def _chunks(response: Response) -> AsyncIterator[bytes]:
-    """An answer's bytes as the forwarding gives them: chunk by chunk when it relays them as they arrive."""
+    """An response's bytes as the forwarding gives them: chunk by chunk when it relays them as they arrive."""
     if isinstance(response, StreamingResponse):
         async for chunk in response.body_iterator:
             yield chunk if isinstance(chunk, bytes) else str(chunk).encode()
@@ -180,7 +181,7 @@ async def _chunks(response: Response) -> AsyncIterator[bytes]:
 
 
 async def _content(response: Response) -> bytes:
-    """A non-streamed answer's bytes, whether the forwarding buffered it or relays it as it arrives."""
+    """A non-streamed response's bytes, whether the forwarding buffered it or relays it as it arrives."""
     return b"".join([chunk async for chunk in _chunks(response)])
 
 
@@ -213,7 +214,7 @@ async def session_chat(session_id: str, request: Request, state: GatewayState = 
         response = await forward(request, request_bytes(raw, body, prepared), session.id, state)
         forward_ms = (time.perf_counter() - started) * 1000.0
         if response.status_code != 200:
-            return response  # not answered: nothing to record
+            return response  # no response: nothing to record
         if _is_event_stream(response):
             release = stack.pop_all().close  # the call stays in flight until the stream ends
             return StreamingResponse(
@@ -225,7 +226,7 @@ async def session_chat(session_id: str, request: Request, state: GatewayState = 
                                       CallTiming(started_at, (time.perf_counter() - started) * 1000.0, forward_ms))
             recorded = await sessions.record(session, event, blobs)
         except ValueError as exc:
-            return _error(502, f"the replica's answer could not be recorded: {exc}")
+            return _error(502, f"the replica's response could not be recorded: {exc}")
         except RecordingFailed as exc:
             return _error(503, str(exc))
         return Response(json.dumps(strip_added(payload, added)), status_code=200, media_type="application/json",
@@ -235,10 +236,10 @@ async def session_chat(session_id: str, request: Request, state: GatewayState = 
 async def _recorded_stream(response: Response, sessions: SessionManager, session: Session,
                            body: dict[str, object], started_at: float, started: float,
                            release: Callable[[], None]) -> AsyncIterator[bytes]:
-    """Relay a streamed answer unchanged, collecting it, one chunk behind: the last chunk (vLLM's
-    `data: [DONE]`) goes out only once the call is recorded, so a client that saw the end of its answer finds
+    """Relay a streamed response unchanged, collecting it, one chunk behind: the last chunk (vLLM's
+    `data: [DONE]`) goes out only once the call is recorded, so a client that saw the end of its response finds
     it recorded, in order. A stream the client left, or that broke, is not recorded; a record that cannot be
-    published is logged (the answer is out but for its end)."""
+    published is logged (the response is out but for its end)."""
     transcript = StreamTranscript()
     held: bytes | None = None
     try:
