@@ -3,62 +3,16 @@ real HTTP on loopback: sticky routing and its metrics, policy versions, API keys
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import httpx
-import pytest
 
 from common.polling import free_port, wait_until
 from services.model_gateway.server import create_app as create_gateway
-from services.model_gateway.settings import GatewaySettings
 from services.scripted_policy.server import create_app as create_policy
 from services.scripted_policy.settings import ScriptedPolicySettings
+from tests.model_gateway.helpers import CHAT, chat, policies, rid, settings_for, states
 from tests.servers import serve_app
-
-CHAT = "/v1/chat/completions"
-
-
-@pytest.fixture()
-def scripts_dir(tmp_path: Path) -> Path:
-    (tmp_path / "a.json").write_text(json.dumps({"instruction": "Rename the folder", "replies": ["R0", "R1"]}))
-    return tmp_path
-
-
-def chat(text: str = "Rename the folder", **extra: object) -> dict:
-    return {"model": "ui-tars-1.5-7b", "messages": [{"role": "user", "content": [{"type": "text", "text": text}]}],
-            **extra}
-
-
-def rid(url: str) -> str:
-    """Replica id (`host:port`) of a base URL."""
-    return url.split("//", 1)[1]
-
-
-@pytest.fixture()
-def replicas(scripts_dir: Path) -> Iterator[list[str]]:
-    """Two scripted replicas serving versions v0 and v1."""
-    with ExitStack() as stack:
-        yield [stack.enter_context(serve_app(create_policy(ScriptedPolicySettings(
-            scripts_dir=scripts_dir, model_version=f"v{i}")))) for i in range(2)]
-
-
-@contextmanager
-def policies(scripts_dir: Path, count: int, **extra: object) -> Iterator[list[str]]:
-    """`count` scripted replicas (mocks of vLLM GPU servers) with `extra` settings; yields their URLs."""
-    with ExitStack() as stack:
-        yield [stack.enter_context(serve_app(create_policy(ScriptedPolicySettings(
-            scripts_dir=scripts_dir, **extra)))) for _ in range(count)]
-
-
-def settings_for(urls: list[str], **extra: object) -> GatewaySettings:
-    return GatewaySettings(replicas=",".join(urls), **{"health_interval_s": 0.1, **extra})
-
-
-def states(gw: str) -> dict[str, dict]:
-    return {r["id"]: r for r in httpx.get(f"{gw}/admin/replicas", timeout=5).json()["replicas"]}
 
 
 def test_sticky_per_episode_and_spread_of_new_episodes(replicas: list[str]) -> None:

@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import sys
 import threading
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import httpx
@@ -15,9 +13,7 @@ import pytest
 
 from common.polling import wait_until
 from services.model_gateway.server import create_app as create_gateway
-from services.model_gateway.settings import GatewaySettings
-from services.scripted_policy.server import create_app as create_policy
-from services.scripted_policy.settings import ScriptedPolicySettings
+from tests.model_gateway.helpers import policies, rid, settings_for
 from tests.servers import serve_app
 
 CHAT = "/v1/chat/completions"
@@ -27,26 +23,10 @@ def chat(text: str = "Rename the folder") -> dict:
     return {"model": "policy", "messages": [{"role": "user", "content": text}]}
 
 
-def rid(url: str) -> str:
-    return url.split("//", 1)[1]
-
-
 @pytest.fixture()
 def scripts_dir(tmp_path: Path) -> Path:
     (tmp_path / "a.json").write_text(json.dumps({"instruction": "Rename the folder", "replies": ["R0"] * 50}))
     return tmp_path
-
-
-@contextmanager
-def policies(scripts_dir: Path, count: int, **extra: object) -> Iterator[list[str]]:
-    """`count` scripted replicas (mocks of vLLM GPU servers) with `extra` settings; yields their URLs."""
-    with ExitStack() as stack:
-        yield [stack.enter_context(serve_app(create_policy(ScriptedPolicySettings(
-            scripts_dir=scripts_dir, **extra)))) for _ in range(count)]
-
-
-def gateway(urls: list[str], **extra: object) -> GatewaySettings:
-    return GatewaySettings(replicas=",".join(urls), **{"health_interval_s": 0.1, **extra})
 
 
 def states(gw: str, headers: dict[str, str] | None = None) -> dict[str, dict]:
@@ -63,7 +43,7 @@ def test_rolling_reload_in_waves_under_load(scripts_dir: Path, method: str) -> N
     command = (f"{sys.executable} -c \"import httpx, os; httpx.post(os.environ['REPLICA_URL'] + '/admin/reload', "
                "json={'model_version': os.environ['RELOAD_VERSION']}, timeout=30).raise_for_status()\"")
     with policies(scripts_dir, 3, reload_ms=300, latency_ms=20) as urls:
-        settings = gateway(urls, reload_method=method, reload_command=command)
+        settings = settings_for(urls, reload_method=method, reload_command=command)
         with serve_app(create_gateway(settings)) as gw:
             wait_until(lambda: all(s["model_version"] == "v0" for s in states(gw).values()), 10, "versions known")
             statuses: list[int] = []
@@ -111,7 +91,7 @@ def test_rolling_reload_in_waves_under_load(scripts_dir: Path, method: str) -> N
 def test_request_for_the_new_version_waits_for_a_reloading_replica(scripts_dir: Path) -> None:
     # the reload lasts long enough that the request below surely starts while it is on, even on a loaded machine
     with policies(scripts_dir, 1, reload_ms=3000) as urls:
-        with serve_app(create_gateway(gateway(urls, version_wait_s=10))) as gw:
+        with serve_app(create_gateway(settings_for(urls, version_wait_s=10))) as gw:
             wait_until(lambda: states(gw)[rid(urls[0])]["model_version"] == "v0", 10, "version known")
             assert httpx.post(f"{gw}/admin/reload", json={"version": "v1", "source": "/ckpt/v1"},
                               timeout=10).status_code == 202
@@ -120,7 +100,7 @@ def test_request_for_the_new_version_waits_for_a_reloading_replica(scripts_dir: 
             assert waited.status_code == 200 and waited.headers["X-Model-Version"] == "v1"
             assert "gateway_version_waits_total 1.0" in httpx.get(f"{gw}/metrics").text
     with policies(scripts_dir, 1, reload_ms=3000) as urls:
-        with serve_app(create_gateway(gateway(urls, version_wait_s=0.2))) as gw:
+        with serve_app(create_gateway(settings_for(urls, version_wait_s=0.2))) as gw:
             wait_until(lambda: states(gw)[rid(urls[0])]["model_version"] == "v0", 10, "version known")
             httpx.post(f"{gw}/admin/reload", json={"version": "v1", "source": "/ckpt/v1"}, timeout=10)
             wait_until(lambda: states(gw)[rid(urls[0])]["reloading"], 10, "the reload to start", interval_s=0.01)
@@ -130,7 +110,7 @@ def test_request_for_the_new_version_waits_for_a_reloading_replica(scripts_dir: 
 
 def test_failed_reload_rolls_back_or_leaves_drained(scripts_dir: Path) -> None:
     with policies(scripts_dir, 3, reload_fail_versions="bad") as urls:
-        with serve_app(create_gateway(gateway(urls))) as gw:
+        with serve_app(create_gateway(settings_for(urls))) as gw:
             httpx.post(f"{gw}/admin/reload", json={"version": "v1", "source": "/ckpt/v1"}, timeout=10)
             assert wait_until(lambda: reload_done(gw), 30, "first reload")["state"] == "succeeded"
             httpx.post(f"{gw}/admin/reload", json={"version": "bad", "source": "/ckpt/bad"}, timeout=10)
@@ -142,7 +122,7 @@ def test_failed_reload_rolls_back_or_leaves_drained(scripts_dir: Path) -> None:
             ok = httpx.post(f"{gw}{CHAT}", json=chat(), headers={"X-Policy-Version": "v1"}, timeout=10)
             assert ok.status_code == 200
     with policies(scripts_dir, 2, reload_fail_versions="bad") as urls:
-        with serve_app(create_gateway(gateway(urls))) as gw:
+        with serve_app(create_gateway(settings_for(urls))) as gw:
             httpx.post(f"{gw}/admin/reload", json={"version": "bad", "source": "/ckpt/bad"}, timeout=10)
             result = wait_until(lambda: reload_done(gw), 30, "failing reload")
             assert [p["state"] for p in result["replicas"]] == ["left_drained", "skipped"]
@@ -151,6 +131,6 @@ def test_failed_reload_rolls_back_or_leaves_drained(scripts_dir: Path) -> None:
             answers = {httpx.post(f"{gw}{CHAT}", json=chat(), headers={"X-Episode-Id": f"e{i}"},
                                   timeout=10).headers["X-Replica"] for i in range(5)}
             assert answers == {rid(urls[1])}
-    with serve_app(create_gateway(gateway([]))) as gw:
+    with serve_app(create_gateway(settings_for([]))) as gw:
         assert httpx.post(f"{gw}/admin/reload", json={"version": "v1", "source": "/x"}, timeout=10).status_code == 422
         assert httpx.post(f"{gw}/admin/reload", json={"version": "v1"}, timeout=10).status_code == 422

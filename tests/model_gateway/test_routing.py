@@ -10,11 +10,7 @@ import math
 from common.polling import wait_until
 from services.model_gateway.replicas import ReplicaPool, replica_id
 from services.model_gateway.routing import ConsistentRouter, body_session_key, header_session_key, session_key
-
-
-def chat(text: str = "Rename the folder", **extra: object) -> dict:
-    return {"model": "ui-tars-1.5-7b", "messages": [{"role": "user", "content": [{"type": "text", "text": text}]}],
-            **extra}
+from tests.model_gateway.helpers import chat
 
 
 def test_session_key_precedence_and_cheap_scans() -> None:

@@ -7,54 +7,20 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import ExitStack
 from pathlib import Path
 
 import httpx
-import pytest
 from fastapi import APIRouter, Depends, FastAPI, Request, Response
 from starlette.middleware.base import RequestResponseEndpoint
 
 from common.polling import free_port, http_ok, wait_until
 from services.model_gateway.forwarding import forward_completion
 from services.model_gateway.server import create_app as create_gateway
-from services.model_gateway.settings import GatewaySettings
 from services.model_gateway.state import GatewayState, get_state
-from services.scripted_policy.server import create_app as create_policy
-from services.scripted_policy.settings import ScriptedPolicySettings
+from tests.model_gateway.helpers import CHAT, chat, rid, settings_for
 from tests.servers import serve_app
 
 REPO = Path(__file__).resolve().parents[2]
-CHAT = "/v1/chat/completions"
-
-
-@pytest.fixture()
-def scripts_dir(tmp_path: Path) -> Path:
-    (tmp_path / "a.json").write_text(json.dumps({"instruction": "Rename the folder", "replies": ["R0", "R1"]}))
-    return tmp_path
-
-
-def chat(text: str = "Rename the folder", **extra: object) -> dict:
-    return {"model": "ui-tars-1.5-7b", "messages": [{"role": "user", "content": [{"type": "text", "text": text}]}],
-            **extra}
-
-
-def rid(url: str) -> str:
-    """Replica id (`host:port`) of a base URL."""
-    return url.split("//", 1)[1]
-
-
-@pytest.fixture()
-def replicas(scripts_dir: Path) -> Iterator[list[str]]:
-    """Two scripted replicas serving versions v0 and v1."""
-    with ExitStack() as stack:
-        yield [stack.enter_context(serve_app(create_policy(ScriptedPolicySettings(
-            scripts_dir=scripts_dir, model_version=f"v{i}")))) for i in range(2)]
-
-
-def settings_for(urls: list[str], **extra: object) -> GatewaySettings:
-    return GatewaySettings(replicas=",".join(urls), **{"health_interval_s": 0.1, **extra})
 
 
 def test_python_dash_m_serves(replicas: list[str]) -> None:

@@ -4,17 +4,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
 
 from services.model_gateway.server import create_app as create_gateway
-from services.model_gateway.settings import GatewaySettings
-from services.scripted_policy.server import create_app as create_policy
-from services.scripted_policy.settings import ScriptedPolicySettings
+from tests.model_gateway.helpers import policies, settings_for
 from tests.servers import serve_app
 
 CHAT = "/v1/chat/completions"
@@ -30,18 +26,6 @@ def scripts_dir(tmp_path: Path) -> Path:
     return tmp_path
 
 
-@contextmanager
-def policies(scripts_dir: Path, count: int, **extra: object) -> Iterator[list[str]]:
-    """`count` scripted replicas (mocks of vLLM GPU servers) with `extra` settings; yields their URLs."""
-    with ExitStack() as stack:
-        yield [stack.enter_context(serve_app(create_policy(ScriptedPolicySettings(
-            scripts_dir=scripts_dir, **extra)))) for _ in range(count)]
-
-
-def gateway(urls: list[str], **extra: object) -> GatewaySettings:
-    return GatewaySettings(replicas=",".join(urls), **{"health_interval_s": 0.1, **extra})
-
-
 def test_runner_client_sends_versions_and_reads_vllm_token_fields(scripts_dir: Path) -> None:
     from common.vllm_protocol import ChatCompletionStreamResponse
     from services.runner.model_client import ModelClient, ModelError, read_tokens, version_headers
@@ -52,7 +36,7 @@ def test_runner_client_sends_versions_and_reads_vllm_token_fields(scripts_dir: P
     choice = {"logprobs": {"content": [{"token": "token_id:7", "logprob": -0.5}, {"token": "token_id:9",
                                                                                  "logprob": -0.1}]}}
     assert read_tokens({}, choice) == ([7, 9], [-0.5, -0.1], None)
-    with policies(scripts_dir, 2) as urls, serve_app(create_gateway(gateway(urls))) as gw:
+    with policies(scripts_dir, 2) as urls, serve_app(create_gateway(settings_for(urls))) as gw:
         client = ModelClient(gw, timeout_s=20, connect_timeout_s=5)
         try:
             messages = [{"role": "user", "content": [{"type": "text", "text": "Rename the folder"},
