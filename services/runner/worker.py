@@ -1,5 +1,6 @@
-"""Starts an RQ worker for rollouts: forking worker (heartbeats; or inline, `RUNNER_EXECUTION`), with the
-scheduler, queues by priority.
+"""Starts an RQ worker for rollouts: forking worker (heartbeats; or inline, `RUNNER_EXECUTION`, one rollout at a
+time or `RUNNER_CONCURRENCY` at once in threads, `services/runner/threaded.py`), with the scheduler, queues by
+priority.
 
 Before taking jobs the worker starts its env provider's upkeep (`services/runner/envs`: static
 URLs re-resolved, local envs, or the `kubernetes` pool keeper and reaper) and stops it on exit.
@@ -16,6 +17,7 @@ import logging
 import os
 import signal
 import time
+from typing import Any
 
 import redis
 from rq import Queue, SimpleWorker, Worker
@@ -32,6 +34,7 @@ from services.runner.prometheus_multiprocess import mark_worker
 from services.runner.reaper import Reaper
 from services.runner.rq_callbacks import on_work_horse_killed
 from services.runner.settings import RunnerSettings
+from services.runner.threaded import ThreadedRolloutWorker
 
 log = logging.getLogger(__name__)
 
@@ -80,8 +83,24 @@ class RolloutWorker(PickNoting, PromptSchedulerStop, Worker):
 
 
 class InlineRolloutWorker(PickNoting, PromptSchedulerStop, SimpleWorker):
-    """RQ's `SimpleWorker` (`RUNNER_EXECUTION=inline`): runs each rollout in the worker process itself,
-    no work-horse. RQ's job timeout still applies (SIGALRM in the worker's main thread)."""
+    """RQ's `SimpleWorker` (`RUNNER_EXECUTION=inline`, `RUNNER_CONCURRENCY=1`): runs each rollout in the worker
+    process itself, no work-horse. RQ's job timeout still applies (SIGALRM in the worker's main thread)."""
+
+
+class ThreadedInlineRolloutWorker(PromptSchedulerStop, ThreadedRolloutWorker):
+    """`RUNNER_EXECUTION=inline` with `RUNNER_CONCURRENCY` > 1: up to that many rollouts at once in threads of the
+    worker process (`services/runner/threaded.py`)."""
+
+
+def make_worker(settings: RunnerSettings, queues: list[Queue], client: redis.Redis) -> BaseWorker:
+    """The RQ worker of `settings` on `queues`: forking (`fork`), inline one rollout at a time, or inline with
+    `settings.rollouts_at_once` slot threads."""
+    common: dict[str, Any] = {"connection": client, "maintenance_interval": settings.maintenance_interval_s}
+    if settings.execution == "fork":
+        return RolloutWorker(queues, work_horse_killed_handler=on_work_horse_killed, **common)
+    if settings.rollouts_at_once == 1:
+        return InlineRolloutWorker(queues, **common)
+    return ThreadedInlineRolloutWorker(queues, concurrency=settings.rollouts_at_once, **common)
 
 
 def prepare_process(settings: RunnerSettings) -> None:
@@ -125,9 +144,7 @@ def work(settings: RunnerSettings) -> bool:
             client = redis_client(settings.redis_url, socket_timeout_s=None)  # RQ blocks in BLPOP
             try:
                 queues = [Queue(name, connection=client) for name in names]
-                worker_class = InlineRolloutWorker if settings.execution == "inline" else RolloutWorker
-                worker = worker_class(queues, connection=client, work_horse_killed_handler=on_work_horse_killed,
-                                      maintenance_interval=settings.maintenance_interval_s)
+                worker = make_worker(settings, queues, client)
                 return bool(worker.work(with_scheduler=settings.with_scheduler, burst=settings.burst,
                                         logging_level=settings.log_level))
             except redis.ConnectionError as exc:
