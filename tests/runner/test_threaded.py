@@ -53,6 +53,7 @@ def _slow(name: str, waits: int) -> dict[str, Any]:
 
 
 SLOW = _slow("slow", 4)
+MEDIUM = _slow("medium", 16)
 LONG = _slow("long", 30)
 DONE = {"instruction": "Task quick: say it is done", "replies": ["Thought: done\nAction: finished(content='ok')"]}
 QUEUE = keys.QUEUE_NAMES["default"]
@@ -70,7 +71,7 @@ def stack(redis_url: str, env_urls: list[str], tmp_path: Path, monkeypatch: pyte
     """Producer and policy over HTTP, the envs registered; the runner's settings (inline, 2 rollouts at once)."""
     scripts = tmp_path / "scripts"
     scripts.mkdir()
-    for name, script in {"slow": SLOW, "long": LONG, "done": DONE}.items():
+    for name, script in {"slow": SLOW, "medium": MEDIUM, "long": LONG, "done": DONE}.items():
         (scripts / f"{name}.json").write_text(json.dumps(script))
     client = redis.Redis.from_url(redis_url)
     for url in env_urls:
@@ -146,21 +147,24 @@ def test_a_crashing_rollout_is_a_runner_error_and_the_other_finishes(
                         lambda: {**implemented, "metric": implemented["metric"] | {"buggy_checker"}})
     bug = _task("bug", DONE, evaluator={"func": "buggy_checker", "result": {"type": "vm_command_line",
                                                                             "command": "echo hi"}})
-    _submit(stack, "crash", [_task("slow", SLOW), bug])
+    _submit(stack, "crash", [_task("medium", MEDIUM), bug])
     _work(stack)
     records = {r.task_id: r for r in load_rollouts(stack["redis"], "crash").values()}
     assert (records["bug"].status, records["bug"].reward) == (RolloutStatus.RUNNER_ERROR, None)
     assert "ZeroDivisionError" in (records["bug"].error or "")
-    assert (records["slow"].status, records["slow"].reward, records["slow"].num_steps) == \
-        (RolloutStatus.AGENT_FAIL, 1.0, 5)
-    # The crash came while the other rollout was stepping: its steps come before and after the bug's end.
+    assert (records["medium"].status, records["medium"].reward, records["medium"].num_steps) == \
+        (RolloutStatus.AGENT_FAIL, 1.0, 17)
+    # The crash came while the other rollout ran: it started before the bug's end and stepped after it.
     events = _events(stack["redis"])
-    bug_end = next(i for i, e in enumerate(events) if isinstance(e, EpisodeEvent) and e.phase == "end"
-                   and e.task_id == "bug")
-    slow_steps = [i for i, e in enumerate(events) if isinstance(e, StepEvent) and e.task_id == "slow"]
-    assert slow_steps[0] < bug_end < slow_steps[-1]
+
+    def index(task_id: str, kind: type, phase: str | None = None) -> list[int]:
+        return [i for i, e in enumerate(events) if isinstance(e, kind) and e.task_id == task_id
+                and (phase is None or e.phase == phase)]
+
+    (bug_end,) = index("bug", EpisodeEvent, "end")
+    assert index("medium", EpisodeEvent, "start")[0] < bug_end < index("medium", StepEvent)[-1]
     assert Job.fetch(rq_job_id("crash", "bug", 0), connection=stack["redis"]).get_status() == "failed"
-    assert Job.fetch(rq_job_id("crash", "slow", 0), connection=stack["redis"]).get_status() == "finished"
+    assert Job.fetch(rq_job_id("crash", "medium", 0), connection=stack["redis"]).get_status() == "finished"
     assert FailedJobRegistry(QUEUE, connection=stack["redis"]).count == 1
 
 
@@ -211,8 +215,8 @@ def test_sigterm_finishes_the_in_flight_rollouts_and_takes_no_more(stack: dict[s
         for record in running:
             assert (records[record.rollout_id].status, records[record.rollout_id].reward) == \
                 (RolloutStatus.AGENT_FAIL, 1.0)
-        (left,) = [r for r in records.values() if r.rollout_id not in {x.rollout_id for x in running}]
-        assert left.status is RolloutStatus.QUEUED and Queue(QUEUE, connection=client).count == 1
+        (left,) = {r.rollout_index for r in records.values()} ^ {0, 1, 2}  # no record: never started
+        assert Queue(QUEUE, connection=client).job_ids == [rq_job_id("drain", "slow", left)]  # for another worker
         assert StartedJobRegistry(QUEUE, connection=client).count == 0
         assert not [w for w in Worker.all(connection=client) if w.pid == worker.process.pid]
     finally:
