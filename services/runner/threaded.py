@@ -42,6 +42,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from types import FrameType
 from typing import Any
 
@@ -104,7 +105,7 @@ class ThreadedRolloutWorker(SimpleWorker):
         with self._changed:
             self._in_flight.add(job.id)
         self._todo.put((job, queue, picked))
-        self._wait(lambda: len(self._in_flight) < self.concurrency or self._stop_requested)
+        self._wait(partial(self._fewer_than, self.concurrency))
 
     def dequeue_job_and_maintain_ttl(self, timeout: int | None, max_idle_time: int | None = None
                                      ) -> tuple[Job, Queue] | None:
@@ -120,7 +121,11 @@ class ThreadedRolloutWorker(SimpleWorker):
                 running = len(self._in_flight)
             if result is not None or timeout is not None or running == 0 or self._stop_requested:
                 return result
-            self._wait(lambda: len(self._in_flight) < running or self._stop_requested)
+            self._wait(partial(self._fewer_than, running))
+
+    def _fewer_than(self, count: int) -> bool:
+        """Fewer than `count` jobs in flight, or a stop requested (checked under the lock)."""
+        return len(self._in_flight) < count or self._stop_requested
 
     def _start_slots(self) -> None:
         while len(self._slots) < self.concurrency:

@@ -17,6 +17,8 @@ import logging
 import os
 import signal
 import time
+from collections.abc import Callable
+from multiprocessing.util import register_after_fork
 from typing import Any
 
 import redis
@@ -26,6 +28,7 @@ from rq.worker.base import BaseWorker
 
 import services.runner.job as rollout_job  # loaded before forking: work-horses inherit it, never import it
 from common import keys
+from common.processes import die_with_parent
 from common.service import redis_client, setup_logging, start_metrics_port
 from common.settings import comma_list
 from services.runner.envs import make_provider
@@ -62,7 +65,17 @@ class PromptSchedulerStop(BaseWorker):
     `stop_scheduler` sends SIGTERM, which the scheduler notices only after its 1 s sleep: up to 1 s more
     for every worker stop (half of a local stack's stop). Killing it is safe: the scheduler moves due jobs
     to their queue in one Redis transaction (MULTI/EXEC), so each move is done or not; its locks are
-    released here (only those it still owns) so another worker's scheduler takes over at once."""
+    released here (only those it still owns) so another worker's scheduler takes over at once.
+
+    The scheduler process also dies (SIGKILL) with its worker when the worker is killed. It is a fork of the
+    worker and holds copies of the worker's Redis sockets: while it lived, a killed worker's connection stayed
+    open, and a BLPOP the worker had pending (a worker running rollouts in threads waits in BLPOP meanwhile)
+    went on taking jobs from the queue for a reader that is gone, so they were lost. Its locks then expire
+    (61 s); meanwhile the reapers enqueue overdue scheduled retries (`services/runner/reaper.py`)."""
+
+    def _start_scheduler(self, *args: Any, **kwargs: Any) -> None:
+        register_after_fork(self, _die_with_parent(os.getpid()))  # runs in the scheduler process (multiprocessing)
+        super()._start_scheduler(*args, **kwargs)
 
     def stop_scheduler(self) -> None:
         """Kill the scheduler process, wait for it, release its locks and registration."""
@@ -76,6 +89,14 @@ class PromptSchedulerStop(BaseWorker):
             process.join()
         scheduler.release_locks()
         scheduler.register_death()
+
+
+def _die_with_parent(parent: int) -> Callable[[object], None]:
+    def in_child(_: object) -> None:
+        die_with_parent(signal.SIGKILL)
+        if os.getppid() != parent:  # the worker died before the line above took effect
+            os._exit(1)
+    return in_child
 
 
 class RolloutWorker(PickNoting, PromptSchedulerStop, Worker):

@@ -46,6 +46,7 @@ from services.task_producer.api import create_app as create_producer
 from services.task_producer.settings import ProducerSettings
 from tests.servers import serve_app
 
+
 def _slow(name: str, waits: int) -> dict[str, Any]:
     """A script that waits `waits` steps (RUNNER_WAIT_ACTION_S each), then gives up: `infeasible` scores it 1.0."""
     return {"instruction": f"Task {name}: wait, then give up",
