@@ -104,9 +104,11 @@ def bench_task() -> OSWorldTask:
                                        "evaluator": {"func": "infeasible"}, "domain": "bench"})
 
 
-def start_null_envs(count: int) -> tuple[subprocess.Popen[str], list[str]]:
-    """Start `bench/null_env.py` serving `count` envs; returns the process and their URLs."""
-    process = subprocess.Popen([sys.executable, "-m", "bench.null_env", "--count", str(count)],
+def start_null_envs(count: int, noise_kb: int = 0) -> tuple[subprocess.Popen[str], list[str]]:
+    """Start `bench/null_env.py` serving `count` envs (screenshots with `noise_kb` KB of random pixels); returns
+    the process and their URLs."""
+    process = subprocess.Popen([sys.executable, "-m", "bench.null_env", "--count", str(count),
+                                "--noise-kb", str(noise_kb)],
                                stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[1])
     assert process.stdout is not None
     urls = [process.stdout.readline().strip() for _ in range(count)]
