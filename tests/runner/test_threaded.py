@@ -222,3 +222,17 @@ def test_sigterm_finishes_the_in_flight_rollouts_and_takes_no_more(stack: dict[s
         assert not [w for w in Worker.all(connection=client) if w.pid == worker.process.pid]
     finally:
         worker.stop()
+
+
+def test_a_job_past_its_timeout_is_stopped_in_its_own_thread(redis_url: str) -> None:
+    """RQ's `TimerDeathPenalty` raises the timeout in the slot thread running the job (SIGALRM would reach only
+    the main thread), and the job beside it finishes."""
+    client = redis.Redis.from_url(redis_url)
+    queue = Queue("timeouts", connection=client)
+    stuck = queue.enqueue("common.polling.wait_until", bool, 60, "nothing", job_timeout=1)  # a Python loop
+    quick = queue.enqueue("common.polling.wait_until", object, 5, "at once")
+    ThreadedRolloutWorker([queue], connection=client, concurrency=2).work(burst=True, with_scheduler=False)
+    assert stuck.get_status(refresh=True) == "failed"
+    assert "JobTimeoutException" in (stuck.latest_result().exc_string or "")  # type: ignore[union-attr]
+    assert quick.get_status(refresh=True) == "finished"
+    client.close()
