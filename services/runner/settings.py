@@ -16,8 +16,9 @@ from common.secrets import check_service_secrets
 from common.settings import ServiceSettings, comma_list
 from services.runner.settle import SettleConfig
 
-#: Rollouts an inline worker runs at once when `RUNNER_CONCURRENCY` is unset (bench/README.md, "concurrency").
-DEFAULT_INLINE_CONCURRENCY = 4
+#: Rollouts an inline worker runs at once when `RUNNER_CONCURRENCY` is unset (bench/README.md,
+#: `## runner_concurrency.py`: ~14 MiB of RSS each; beyond 8 the worker's CPU per step grows, steps/s does not).
+DEFAULT_INLINE_CONCURRENCY = 8
 
 
 class RunnerSettings(ServiceSettings, EventShardSettings):
@@ -69,8 +70,8 @@ class RunnerSettings(ServiceSettings, EventShardSettings):
     `execution=inline`: a forking worker runs one work-horse at a time) the worker's main thread dequeues
     while that many threads of the worker process run rollouts, each with its own lease, model session and
     cancellation; a crash inside one records its `runner_error` and leaves the others running. None (unset):
-    1 with `fork`, `DEFAULT_INLINE_CONCURRENCY` with `inline` (chosen from `bench/pipeline.py --concurrency`,
-    see bench/README.md).
+    1 with `fork`, `DEFAULT_INLINE_CONCURRENCY` with `inline` (chosen from `bench/runner_concurrency.py`, see
+    bench/README.md).
     `workers`: RQ workers in this runner process (`services/runner/pool.py`): above 1, the process imports
     the job code once and forks that many workers, which share it copy-on-write; each has its own id
     (`<id>-w<slot>`), Redis connections, env provider and reaper.
