@@ -192,7 +192,8 @@ def run_setting(per_env: int, execution: str, env_urls: list[str], args: argpars
     work = root / f"{execution}-per-env-{per_env}"
     scripts = work / "scripts"
     write_script(scripts, args.steps)
-    extra = {"LOG_LEVEL": args.log_level, "RUNNER_EXECUTION": execution}
+    extra = {"LOG_LEVEL": args.log_level, "RUNNER_EXECUTION": execution,
+             "RUNNER_CONCURRENCY": "1"}  # a rollout at a time per worker: runners per env as before
     if args.no_store:
         extra["RUNNER_STORE_URL"] = ""  # PNGs in the stream entries (services.cli.stack.runner_store_env)
     config = StackConfig(work_dir=work, scripts_dir=scripts, env_urls=env_urls, runners=per_env * len(env_urls),
