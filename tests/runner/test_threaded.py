@@ -7,7 +7,9 @@ code reaches it) or as a `python -m services.runner` child (cancellation, SIGTER
 - a rollout whose checker crashes records `runner_error` and fails its RQ job while the other rollout, still
   stepping then, finishes with its reward and a finished job;
 - cancelling one run stops its rollout and leaves the other run's to finish;
-- SIGTERM drains: the in-flight rollouts finish, nothing more is dequeued, the worker exits 0 and deregisters.
+- SIGTERM drains: the in-flight rollouts finish, nothing more is dequeued, the worker exits 0 and deregisters
+  (signalled while its slots are all busy, and while it waits in BLPOP beside a running rollout);
+- a job past its RQ timeout is stopped in its own slot thread (`TimerDeathPenalty`).
 """
 
 from __future__ import annotations
@@ -201,23 +203,25 @@ def test_cancelling_one_run_leaves_the_other_running(stack: dict[str, Any]) -> N
         worker.stop()
 
 
-def test_sigterm_finishes_the_in_flight_rollouts_and_takes_no_more(stack: dict[str, Any]) -> None:
+@pytest.mark.parametrize("rollouts", [3, 1])  # 3: both slots busy, the main thread waits for one; 1: it is in BLPOP
+def test_sigterm_finishes_the_in_flight_rollouts_and_takes_no_more(stack: dict[str, Any], rollouts: int) -> None:
     client = stack["redis"]
-    _submit(stack, "drain", [_task("slow", SLOW)], rollouts=3)
+    _submit(stack, "drain", [_task("slow", SLOW)], rollouts=rollouts)
     worker = _worker_process(stack)
     assert worker.process is not None
+    in_flight = min(rollouts, 2)
     try:
         running = wait_until(lambda: (r := [x for x in load_rollouts(client, "drain").values()
-                                            if x.status is RolloutStatus.RUNNING]) and len(r) == 2 and r,
-                             90, "two rollouts to run")
+                                            if x.status is RolloutStatus.RUNNING]) and len(r) == in_flight and r,
+                             90, f"{in_flight} rollouts to run")
         worker.process.send_signal(signal.SIGTERM)
         assert worker.process.wait(timeout=90) == 0, worker.log_tail()
         records = load_rollouts(client, "drain")
         for record in running:
             assert (records[record.rollout_id].status, records[record.rollout_id].reward) == \
                 (RolloutStatus.AGENT_FAIL, 1.0)
-        (left,) = {r.rollout_index for r in records.values()} ^ {0, 1, 2}  # no record: never started
-        assert Queue(QUEUE, connection=client).job_ids == [rq_job_id("drain", "slow", left)]  # for another worker
+        left = {r.rollout_index for r in records.values()} ^ set(range(rollouts))  # no record: never started
+        assert Queue(QUEUE, connection=client).job_ids == [rq_job_id("drain", "slow", i) for i in left]
         assert StartedJobRegistry(QUEUE, connection=client).count == 0
         assert not [w for w in Worker.all(connection=client) if w.pid == worker.process.pid]
     finally:
