@@ -9,6 +9,7 @@ code reaches it) or as a `python -m services.runner` child (cancellation, SIGTER
 - cancelling one run stops its rollout and leaves the other run's to finish;
 - SIGTERM drains: the in-flight rollouts finish, nothing more is dequeued, the worker exits 0 and deregisters
   (signalled while its slots are all busy, and while it waits in BLPOP beside a running rollout);
+- a second SIGTERM exits at once (deregistered), the rollout left `running` for the reapers;
 - a job past its RQ timeout is stopped in its own slot thread (`TimerDeathPenalty`).
 """
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -240,3 +242,24 @@ def test_a_job_past_its_timeout_is_stopped_in_its_own_thread(redis_url: str) -> 
     assert "JobTimeoutException" in (stuck.latest_result().exc_string or "")  # type: ignore[union-attr]
     assert quick.get_status(refresh=True) == "finished"
     client.close()
+
+
+def test_a_second_sigterm_exits_at_once_leaving_the_rollouts_to_the_reapers(stack: dict[str, Any]) -> None:
+    client = stack["redis"]
+    _submit(stack, "cold", [_task("long", LONG)])
+    worker = _worker_process(stack)
+    assert worker.process is not None
+    try:
+        wait_until(lambda: _stepping(client, "cold", "long"), 90, "the rollout to step")
+        worker.process.send_signal(signal.SIGTERM)
+        first = time.monotonic()
+        wait_until(lambda: "warm shutdown" in worker.log_tail(), 10, "the warm shutdown to begin")
+        # RQ ignores a second signal within 1 s of the first (a pool's and a terminal's duplicate): wait that out.
+        wait_until(lambda: time.monotonic() - first > 1.2, 5, "RQ's 1 s window for duplicate signals to pass")
+        worker.process.send_signal(signal.SIGTERM)
+        worker.process.wait(timeout=10)  # now, long before the 30-step rollout would end (TimeoutExpired)
+        record = load_rollout(client, "cold", make_rollout_id("cold", "long", 0))
+        assert record is not None and record.status is RolloutStatus.RUNNING  # a reaper hands it back
+        assert not [w for w in Worker.all(connection=client) if w.pid == worker.process.pid]  # deregistered
+    finally:
+        worker.stop()
