@@ -31,7 +31,12 @@ Thread-safety of what the rollouts share (checked for this worker): redis-py cli
 client (`common.httpclient.HttpClient`, one handle per thread) are safe across threads; prometheus_client metrics
 are (a lock per value; multiprocess files under one lock); the job module's per-job pick time is per thread
 (`services.runner.job.note_picked`); the URL cache writes through unique temporary files; signal handlers are
-only installed by the main thread. Worker-wide RQ fields (state, `current_job`) show one of the running jobs.
+only installed by the main thread, and they only set flags (a Redis call there could wait on a lock the
+interrupted main thread holds). Worker-wide RQ fields (state, `current_job`) show one of the running jobs.
+`TimerDeathPenalty` sets the timeout message on RQ's `JobTimeoutException` class, so with jobs of different
+timeouts at once a timeout's message may name another job's limit (cosmetic). Relies on RQ 2's single
+`worker.execution` attribute (rq 2.12); RQ's own several-executions-per-worker support (its main branch) would
+replace the per-thread property.
 """
 
 from __future__ import annotations
@@ -180,10 +185,7 @@ class ThreadedRolloutWorker(SimpleWorker):
         self._shutdown_requested_date = now()
         signal.signal(signal.SIGINT, self.request_force_stop)
         signal.signal(signal.SIGTERM, self.request_force_stop)
-        self._stop_requested = True
-        self._quietly(self.set_shutdown_requested_date)
-        if self.scheduler is not None:  # another worker's scheduler takes over while this one drains, as in RQ
-            self.stop_scheduler()
+        self._stop_requested = True  # Redis calls wait for `teardown`: the main thread may hold the pool's lock now
         log.info("worker %s: warm shutdown, finishing %d in-flight rollouts", self.name, len(self._in_flight))
         if self._dequeuing:  # blocked in Redis: leave it now (RQ does the same when idle)
             raise StopRequested()
@@ -198,6 +200,10 @@ class ThreadedRolloutWorker(SimpleWorker):
         """Wait for the in-flight jobs (not on a cold shutdown), stop the slot threads, then RQ's teardown."""
         try:
             if not self._cold:
+                if self._stop_requested:
+                    self._quietly(self.set_shutdown_requested_date)
+                if self.scheduler is not None:  # another worker's scheduler takes over while this one drains
+                    self.stop_scheduler()
                 self._wait(lambda: not self._in_flight)
                 for _ in self._slots:
                     self._todo.put(None)
