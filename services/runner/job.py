@@ -10,6 +10,7 @@ RQ's failed-job registry with its traceback.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from typing import Any
 
@@ -31,15 +32,18 @@ log = logging.getLogger(__name__)
 #: `Job.meta` key listing the env ids where earlier attempts of the rollout failed.
 FAILED_ENVS_META = "failed_envs"
 
-#: Set by the worker (`note_picked`, `use_settings`) before it forks the job's work-horse, which inherits them.
-_picked_at: float | None = None
+#: Set by the worker (`use_settings`) before it forks the job's work-horse, which inherits them.
 _settings: RunnerSettings | None = None
+#: When the worker picked the job of this thread (`note_picked`): a thread's own, so rollouts run at once by the
+#: threads of one worker (`services/runner/threaded.py`) each keep theirs; a forked work-horse inherits the value of
+#: the worker thread that forked it.
+_picked = threading.local()
 
 
-def note_picked() -> None:
-    """Note that the worker picked a job now (`time.monotonic()`): the start of the attempt's start-up."""
-    global _picked_at
-    _picked_at = time.monotonic()
+def note_picked(at: float | None = None) -> None:
+    """Note that the worker picked this thread's job at `at` (`time.monotonic()` s; None: now): the start of the
+    attempt's start-up."""
+    _picked.at = time.monotonic() if at is None else at
 
 
 def use_settings(settings: RunnerSettings) -> None:
@@ -49,8 +53,8 @@ def use_settings(settings: RunnerSettings) -> None:
 
 
 def _take_picked() -> float | None:
-    global _picked_at
-    picked, _picked_at = _picked_at, None
+    picked: float | None = getattr(_picked, "at", None)
+    _picked.at = None
     return picked
 
 
