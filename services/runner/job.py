@@ -2,9 +2,9 @@
 
 Only infrastructure failures are retried (RQ `Retry`, enqueued at the front of the queue, see
 `services/task_producer/queueing.py`), and on another env when one is free: the env ids of failed
-attempts travel in the job's `meta["failed_envs"]`. Deterministic failures return normally (never
-retried); a bug (`runner_error`) is recorded, then fails the job with no retry left, so it shows in
-RQ's failed-job registry with its traceback.
+attempts travel in the job's meta (`common/attempts.py`, which also numbers the attempts).
+Deterministic failures return normally (never retried); a bug (`runner_error`) is recorded, then fails
+the job with no retry left, so it shows in RQ's failed-job registry with its traceback.
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ from typing import Any
 import redis
 from rq import get_current_job
 
-from common import keys
-from common import redis_typed as rt
+from common import attempts
 from common.run import RolloutJob
 from common.runstate import load_rollout
 from common.service import redis_client
@@ -28,9 +27,6 @@ from services.runner.rollout import RolloutRunner
 from services.runner.settings import RunnerSettings
 
 log = logging.getLogger(__name__)
-
-#: `Job.meta` key listing the env ids where earlier attempts of the rollout failed.
-FAILED_ENVS_META = "failed_envs"
 
 #: Set by the worker (`use_settings`) before it forks the job's work-horse, which inherits them.
 _settings: RunnerSettings | None = None
@@ -99,10 +95,10 @@ def _result(rollout_id: str, status: str, reward: float | None, num_steps: int, 
 def _attempt(client: redis.Redis, settings: RunnerSettings, job: RolloutJob,
              picked_at: float | None) -> dict[str, Any]:
     """One attempt of `job` (see `run_rollout`)."""
-    attempt = rt.incr(client, keys.attempt_counter(job.rollout_id))
+    attempt = attempts.start(client, job.rollout_id)
     rq_job = get_current_job()
     final_attempt = rq_job is None or not rq_job.retries_left
-    failed_envs = list(rq_job.meta.get(FAILED_ENVS_META, [])) if rq_job is not None else []
+    failed_envs = attempts.failed_envs(rq_job)
     runner = RolloutRunner(client, settings)
     try:
         outcome = runner.run(job, attempt, final_attempt, avoid_envs=failed_envs, picked_at=picked_at)
@@ -118,8 +114,7 @@ def _attempt(client: redis.Redis, settings: RunnerSettings, job: RolloutJob,
              outcome.reward)
     if outcome.status.is_infra_failure:
         if rq_job is not None and outcome.env_id:
-            rq_job.meta[FAILED_ENVS_META] = [*failed_envs, outcome.env_id]
-            rq_job.save_meta()
+            attempts.note_failed_env(rq_job, outcome.env_id)
         raise InfraFailure(f"{job.rollout_id} attempt {attempt}: {outcome.status.value}: {outcome.error}")
     if outcome.status.is_bug:
         if rq_job is not None:
