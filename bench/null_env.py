@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import io
+import os
 import signal
 import sys
 
@@ -29,10 +30,15 @@ from PIL import Image
 EXEC_OK = {"status": "success", "output": "", "error": "", "returncode": 0}
 
 
-def fixed_png(width: int, height: int) -> bytes:
-    """A solid-colour PNG of `width` x `height` pixels (a few KB)."""
+def fixed_png(width: int, height: int, noise_kb: int = 0) -> bytes:
+    """A solid-colour PNG of `width` x `height` pixels (a few KB), with a top band of random pixels of about
+    `noise_kb` KB (incompressible: the PNG grows by that much, the size of a real desktop's screenshot)."""
+    image = Image.new("RGB", (width, height), (40, 90, 140))
+    rows = min(height, -(-noise_kb * 1024 // (3 * width)))
+    if rows > 0:
+        image.paste(Image.frombytes("RGB", (width, rows), os.urandom(3 * width * rows)), (0, 0))
     buffer = io.BytesIO()
-    Image.new("RGB", (width, height), (40, 90, 140)).save(buffer, format="PNG")
+    image.save(buffer, format="PNG")
     return buffer.getvalue()
 
 
@@ -75,9 +81,10 @@ def make_app(png: bytes, width: int, height: int, reset_ms: float = 0.0) -> web.
 
 
 async def serve(ports: list[int], width: int, height: int, reset_ms: float, ready: asyncio.Event | None = None,
-                stop: asyncio.Event | None = None) -> None:
-    """Serve one null env per port on 127.0.0.1 until `stop` is set (forever when None)."""
-    app = make_app(fixed_png(width, height), width, height, reset_ms)
+                stop: asyncio.Event | None = None, noise_kb: int = 0) -> None:
+    """Serve one null env per port on 127.0.0.1 until `stop` is set (forever when None); `noise_kb`: see
+    `fixed_png`."""
+    app = make_app(fixed_png(width, height, noise_kb), width, height, reset_ms)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     for port in ports:
@@ -91,7 +98,7 @@ async def serve(ports: list[int], width: int, height: int, reset_ms: float, read
 
 
 def main(argv: list[str] | None = None) -> None:
-    """CLI: `--ports 5001,5002` (or `--count N` free ports), `--width`, `--height`, `--reset-ms`.
+    """CLI: `--ports 5001,5002` (or `--count N` free ports), `--width`, `--height`, `--reset-ms`, `--noise-kb`.
     Prints each env's base URL, then serves until SIGTERM / SIGINT."""
     from common.polling import free_port
 
@@ -101,6 +108,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--width", type=int, default=1920)
     parser.add_argument("--height", type=int, default=1080)
     parser.add_argument("--reset-ms", type=float, default=0.0, help="simulated reset time, ms")
+    parser.add_argument("--noise-kb", type=int, default=0,
+                        help="random pixels in the screenshot, KB (a real desktop's PNG is ~100-1000 KB)")
     args = parser.parse_args(argv)
     ports = [int(p) for p in args.ports.split(",") if p] or [free_port() for _ in range(args.count)]
     try:
@@ -115,7 +124,8 @@ def main(argv: list[str] | None = None) -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        task = asyncio.create_task(serve(ports, args.width, args.height, args.reset_ms, ready, stop))
+        task = asyncio.create_task(serve(ports, args.width, args.height, args.reset_ms, ready, stop,
+                                          args.noise_kb))
         await ready.wait()
         for port in ports:
             print(f"http://127.0.0.1:{port}", flush=True)

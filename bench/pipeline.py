@@ -104,9 +104,11 @@ def bench_task() -> OSWorldTask:
                                        "evaluator": {"func": "infeasible"}, "domain": "bench"})
 
 
-def start_null_envs(count: int) -> tuple[subprocess.Popen[str], list[str]]:
-    """Start `bench/null_env.py` serving `count` envs; returns the process and their URLs."""
-    process = subprocess.Popen([sys.executable, "-m", "bench.null_env", "--count", str(count)],
+def start_null_envs(count: int, noise_kb: int = 0) -> tuple[subprocess.Popen[str], list[str]]:
+    """Start `bench/null_env.py` serving `count` envs (screenshots with `noise_kb` KB of random pixels); returns
+    the process and their URLs."""
+    process = subprocess.Popen([sys.executable, "-m", "bench.null_env", "--count", str(count),
+                                "--noise-kb", str(noise_kb)],
                                stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[1])
     assert process.stdout is not None
     urls = [process.stdout.readline().strip() for _ in range(count)]
@@ -190,7 +192,8 @@ def run_setting(per_env: int, execution: str, env_urls: list[str], args: argpars
     work = root / f"{execution}-per-env-{per_env}"
     scripts = work / "scripts"
     write_script(scripts, args.steps)
-    extra = {"LOG_LEVEL": args.log_level, "RUNNER_EXECUTION": execution}
+    extra = {"LOG_LEVEL": args.log_level, "RUNNER_EXECUTION": execution,
+             "RUNNER_CONCURRENCY": "1"}  # a rollout at a time per worker: runners per env as before
     if args.no_store:
         extra["RUNNER_STORE_URL"] = ""  # PNGs in the stream entries (services.cli.stack.runner_store_env)
     config = StackConfig(work_dir=work, scripts_dir=scripts, env_urls=env_urls, runners=per_env * len(env_urls),

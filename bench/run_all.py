@@ -7,7 +7,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import demo, env_pod, gateway_overhead, pipeline, runner_http, settle_and_typing, sink  # noqa: E402
+from bench import (  # noqa: E402
+    demo,
+    env_pod,
+    gateway_overhead,
+    pipeline,
+    runner_concurrency,
+    runner_http,
+    settle_and_typing,
+    sink,
+)
 
 if __name__ == "__main__":
     print("== gateway overhead (loopback, scripted replica with no model latency)")
@@ -22,5 +31,7 @@ if __name__ == "__main__":
     runner_http.main([])
     print("\n== pipeline ceiling (null envs, zero-latency policy; 1, 2 and 4 runners per env)")
     pipeline.main([])
+    print("\n== rollouts at once in one inline runner worker (RUNNER_CONCURRENCY 1, 2, 4, 8): steps/s and its RSS")
+    runner_concurrency.main([])
     print("\n== make demo end to end: issue 13's commit vs this checkout on the same tasks")
     demo.main([])

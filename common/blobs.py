@@ -19,7 +19,7 @@ import io
 import re
 from typing import Protocol
 
-from common.objectstore import LocalDirStore, check_key
+from common.objectstore import LocalDirStore, check_key, minio_client
 
 #: Key prefix of the blobs (run ids cannot start with `_`, `common.ids`, so no trajectory lives here).
 BLOB_PREFIX = "_blobs"
@@ -63,19 +63,10 @@ class WriteOnlyS3:
     def __init__(self, bucket: str, endpoint: str, access_key: str, secret_key: str, secure: bool = False,
                  region: str = "us-east-1", connect_timeout_s: float = 5.0, read_timeout_s: float = 30.0,
                  retries: int = 2) -> None:
-        import urllib3
-        from minio import Minio
-
         self.bucket = bucket
         self.endpoint = endpoint
-        http = urllib3.PoolManager(
-            timeout=urllib3.Timeout(connect=connect_timeout_s, read=read_timeout_s),
-            retries=urllib3.Retry(total=retries, backoff_factor=0.2, status_forcelist=[500, 502, 503, 504]),
-            maxsize=10,
-        )
-        # The region is given: the SDK never asks the bucket's location (GetBucketLocation is not allowed).
-        self.client = Minio(endpoint, access_key=access_key, secret_key=secret_key, secure=secure, region=region,
-                            http_client=http)
+        self.client = minio_client(endpoint, access_key, secret_key, secure, region, connect_timeout_s,
+                                   read_timeout_s, retries)
 
     def put(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
         """PutObject `data` at `key` (checked by `check_key`). Raises: as the class says."""

@@ -2,7 +2,7 @@
 `desktop_env/server/main.py`), spoken by our env pod (`services.desktop_env`) and by real OSWorld VMs.
 
 Every request has an explicit timeout. Transport failures, 5xx replies and unexpected 4xx replies
-raise `EnvError` naming the endpoint; "not found" answers that the protocol defines (a missing file,
+raise `EnvError` naming the endpoint; "not found" responses that the protocol defines (a missing file,
 no such window, not a directory) come back as None / False instead.
 """
 
@@ -74,7 +74,7 @@ class BashScriptResult(BaseModel):
 class DesktopEnvClient:
     """Client of one env at `base_url` (e.g. `http://127.0.0.1:5000`), OSWorld desktop_env/server protocol.
 
-    `timeout_s` is the default time in seconds a request may take, answer read whole (connect: at most
+    `timeout_s` is the default time in seconds a request may take, response read whole (connect: at most
     `connect_timeout_s` of it); endpoints that wait server-side (execute, open_file, reset) or move files get
     their own longer timeouts.
     `http`: the HTTP client to send through; None uses the process's client for env pods
@@ -196,7 +196,7 @@ class DesktopEnvClient:
         """Run `command`, then wait up to `max_wait_s` seconds (polled every `check_interval_s`) for
         a window whose title contains `window_exists` and/or the shell command `command_success` to
         succeed (`POST /setup/execute_with_verification`). A failed verification is a result with
-        `verification` "failed" (the server answers 500 with that body), not an error.
+        `verification` "failed" (the server responds 500 with that body), not an error.
 
         Raises: EnvError when the command could not run or the request failed otherwise."""
         verification = {k: v for k, v in (("window_exists", window_exists), ("command_success", command_success))
@@ -239,7 +239,7 @@ class DesktopEnvClient:
 
     def get_file(self, path: str) -> bytes | None:
         """Bytes of `path` in the env, None when it does not exist or lies outside the env's sandbox
-        (`POST /file` 404 or 403; OSWorld's client also answers None for both)."""
+        (`POST /file` 404 or 403; OSWorld's client also returns None for both)."""
         response = self._request("POST", "/file", data={"file_path": path}, ok_statuses=(403, 404),
                                  timeout_s=max(self.timeout_s, 120.0))
         if response.status_code == 403:
@@ -305,7 +305,7 @@ class DesktopEnvClient:
         self._request("POST", "/reset", timeout_s=max(self.timeout_s, 60.0))
 
     def healthy(self) -> bool:
-        """True when `GET /healthz` answers 200 within the connect + 5 s timeout."""
+        """True when `GET /healthz` responds with 200 within the connect + 5 s timeout."""
         try:
             return self._request("GET", "/healthz", timeout_s=5.0).status_code == 200
         except EnvError:

@@ -2,7 +2,7 @@
 
 Shared by the runner's metrics (`cua_runner_env_seconds_total{state}`) and the run statistics
 (`common.stats`, `cua-rollout stats`); input is the attempt's timings in ms as the runner records
-them (`services.runner.outcome.TIMING_KEYS`).
+them (`services.runner.timings.TIMING_KEYS`).
 """
 
 from __future__ import annotations

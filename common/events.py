@@ -6,11 +6,17 @@ steps either `png_key` (the object-store key the runner put the screenshot the s
 whose record is large (token ids and logprobs) may also carry `record_key`: the blob holding the whole
 record's JSON (`_blobs/{sha256}.json`), while `data` holds the record without its token arrays
 (`without_token_arrays`); the stored step file is the blob's bytes.
+A step may also carry any number of `blob:<name>` fields: images a gateway session's request carried, by
+content (`blob_name`: `blob_<sha256 hex>.<ext>`); the step's `request_messages` refer to them by that name
+and the sink stores each once per trajectory.
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
 import time
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -41,12 +47,16 @@ class ExecResult(BaseModel):
 
 
 class StepTimings(BaseModel):
-    """Milliseconds spent in the model call, the env (screenshot + execute), waiting for the screen to
-    settle after the actions (`settle_ms`, see `services/runner/settle.py`; 0 when nothing ran) and
-    the whole step. `settle_capped` is true when the screen was still changing at the cap."""
+    """The one timing record of a step (ms): the model call (re-samples included), the env (`env_ms` =
+    `action_ms` (`/execute`) + `screenshot_ms` (screenshot and accessibility tree)), waiting for the screen
+    to settle after the actions (`settle_ms`, see `services/runner/settle.py`; 0 when nothing ran) and the
+    whole step up to publishing its event (`step_ms`). `settle_capped` is true when the screen was still
+    changing at the cap. The runner's attempt timings sum these (`services/runner/timings.py`)."""
 
     model_ms: float = 0.0
     env_ms: float = 0.0
+    action_ms: float = 0.0
+    screenshot_ms: float = 0.0
     settle_ms: float = 0.0
     settle_capped: bool = False
     step_ms: float = 0.0
@@ -112,6 +122,12 @@ class StepEvent(RolloutRef):
     prompt_token_ids: list[int] | None = None
     discarded: list[DiscardedReply] = Field(default_factory=list)
     parse_error: str | None = None
+    #: A call of a gateway session (services/model_gateway/sessions.py): its session id, the request's chat
+    #: messages with every inline image replaced by a reference to a blob (`image_ref` parts, `blob_name`),
+    #: and its other request fields (model, sampling); `step` is then the call's 0-based index in the session.
+    session_id: str | None = None
+    request_messages: list[dict[str, Any]] | None = None
+    request_params: dict[str, Any] = Field(default_factory=dict)
 
     model_config = {"populate_by_name": True}
 
@@ -154,15 +170,42 @@ class EpisodeEvent(RolloutRef):
     model_config = {"populate_by_name": True}
 
 
+BLOB_FIELD_PREFIX = b"blob:"
+_BLOB_NAME = re.compile(r"^blob_([0-9a-f]{64})\.([a-z0-9]{1,8})$")
+
+
+def blob_name(data: bytes, extension: str) -> str:
+    """The content-addressed file name of `data`: `blob_<sha256 hex of data>.<extension>` (e.g. `png`)."""
+    return f"blob_{hashlib.sha256(data).hexdigest()}.{extension}"
+
+
+def check_blob(name: str, data: bytes) -> None:
+    """Raises: ValueError when `name` is not a `blob_name` or not the name of `data` (its SHA-256 differs)."""
+    match = _BLOB_NAME.match(name)
+    if match is None:
+        raise ValueError(f"blob name {name!r} is not blob_<sha256 hex>.<extension>")
+    if hashlib.sha256(data).hexdigest() != match.group(1):
+        raise ValueError(f"blob {name!r}: its {len(data)} bytes have another SHA-256")
+
+
+def blobs_of(fields: Mapping[bytes, bytes]) -> dict[str, bytes]:
+    """The `blob:<name>` fields of a stream entry, by name (not checked: `decode_event` checks them)."""
+    return {key[len(BLOB_FIELD_PREFIX):].decode(): value for key, value in fields.items()
+            if key.startswith(BLOB_FIELD_PREFIX)}
+
+
 def encode_event(event: StepEvent | EpisodeEvent, png: bytes | None = None, png_key: str | None = None,
-                 record_key: str | None = None) -> dict[bytes, bytes]:
-    """Stream entry fields for an event: `{type, data[, png][, png_key][, record_key]}` as bytes (give a step's
-    screenshot as its blob key, `png_key`, or as bytes, `png`; with `record_key`, `event` is the record
-    without its token arrays and the blob holds the whole one)."""
+                 record_key: str | None = None, blobs: Mapping[str, bytes] | None = None) -> dict[bytes, bytes]:
+    """Stream entry fields for an event: `{type, data[, png][, png_key][, record_key][, blob:<name>...]}` as
+    bytes (give a step's screenshot as its blob key, `png_key`, or as bytes, `png`; with `record_key`, `event`
+    is the record without its token arrays and the blob holds the whole one; `blobs` maps `blob_name`s to
+    their bytes, steps only)."""
     kind = "step" if isinstance(event, StepEvent) else "episode"
     fields = {b"type": kind.encode(), b"data": event.model_dump_json(by_alias=True).encode()}
     if png is not None:
         fields[b"png"] = png
+    for name, data in (blobs or {}).items():
+        fields[BLOB_FIELD_PREFIX + name.encode()] = data
     if png_key is not None:
         fields[b"png_key"] = png_key.encode()
     if record_key is not None:
@@ -204,8 +247,11 @@ def record_key_of(fields: dict[bytes, bytes]) -> str | None:
 def decode_event(fields: dict[bytes, bytes]) -> tuple[StepEvent | EpisodeEvent, bytes | None]:
     """Parse stream entry fields back into an event and its PNG (or None).
 
-    Raises: ValueError when `type` is unknown or `data` does not validate (a poison entry).
+    Raises: ValueError when `type` is unknown, `data` does not validate or a `blob:` field is not named by
+    its content's hash (a poison entry).
     """
+    for name, blob in blobs_of(fields).items():
+        check_blob(name, blob)
     kind = fields.get(b"type", b"").decode()
     data = fields.get(b"data")
     if data is None:

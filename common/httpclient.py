@@ -3,7 +3,7 @@
 Why libcurl: a rollout step makes three requests (model, action, screenshot) and the runner's CPU per step
 bounds the pipeline's steps/s (bench/pipeline.py). In GIL profiles of a runner, the HTTP client's own Python
 was the largest part of its time: httpx's request and response objects (~60 %), then urllib3's and
-http.client's (~50 %: header objects, `email.parser` for the answer's headers, URL parsing, retries).
+http.client's (~50 %: header objects, `email.parser` for the response's headers, URL parsing, retries).
 libcurl does the request, the parsing and the keep-alive in C: on the same loopback server ~0.14 ms of CPU
 per small request against urllib3's ~0.45 and httpx's ~0.7 (bench/runner_http.py).
 
@@ -12,8 +12,8 @@ per small request against urllib3's ~0.45 and httpx's ~0.7 (bench/runner_http.py
 - `shared(key)`: one `HttpClient` per process and key, reused across rollouts. A forked child never uses its
   parent's handles (their sockets belong to the parent): it makes new ones (`os.register_at_fork`, and a
   process id check in `HttpClient`).
-- `send(...)`: one request, its answer read whole into an `HttpResponse`; transport failures raise `HttpError`
-  (refused, timed out, connection closed mid-answer). No retries, no redirects followed, no proxy from the
+- `send(...)`: one request, its response read whole into an `HttpResponse`; transport failures raise `HttpError`
+  (refused, timed out, connection closed mid-response). No retries, no redirects followed, no proxy from the
   environment (the runner talks to its own services), no `Expect: 100-continue` round trip.
 """
 
@@ -42,7 +42,7 @@ class HttpError(Exception):
 
 
 class Headers(Mapping[str, str]):
-    """An answer's headers, looked up case-insensitively (a repeated header keeps its last value)."""
+    """A response's headers, looked up case-insensitively (a repeated header keeps its last value)."""
 
     def __init__(self, items: dict[str, str]) -> None:
         self._items = items  # lower-cased name -> value
@@ -65,7 +65,7 @@ class Headers(Mapping[str, str]):
 
 @dataclass(frozen=True)
 class HttpResponse:
-    """A finished answer: `status_code`, `headers` (case-insensitive), `content` (the whole body, bytes)."""
+    """A finished response: `status_code`, `headers` (case-insensitive), `content` (the whole body, bytes)."""
 
     status_code: int
     headers: Mapping[str, str]
@@ -82,19 +82,19 @@ class HttpResponse:
         return self.content.decode("utf-8", "replace")
 
     def json(self) -> Any:
-        """The body parsed as JSON (pydantic-core's parser: a model's answer with token ids and logprobs parses in
+        """The body parsed as JSON (pydantic-core's parser: a model's response with token ids and logprobs parses in
         about half the time of `json.loads`). Raises: ValueError when it is not JSON."""
         return from_json(self.content)
 
 
 class _HeaderReader:
-    """libcurl's header callback: keeps the last answer's header lines (interim 1xx answers are dropped)."""
+    """libcurl's header callback: keeps the last response's header lines (interim 1xx responses are dropped)."""
 
     def __init__(self) -> None:
         self.items: dict[str, str] = {}
 
     def __call__(self, line: bytes) -> None:
-        if line.startswith(b"HTTP/"):  # a new answer's status line (after an interim 100): start over
+        if line.startswith(b"HTTP/"):  # a new response's status line (after an interim 100): start over
             self.items = {}
             return
         name, sep, value = line.decode("latin-1").partition(":")
@@ -134,7 +134,7 @@ class HttpClient:
                 body: bytes | None = None, headers: Mapping[str, str] | None = None) -> HttpResponse:
         """Send `method url` with `body` (bytes, the caller sets its `Content-Type`) or none. Timeouts in seconds:
         `connect_timeout_s` to connect, `read_timeout_s` for the whole exchange (connecting, sending, reading the
-        answer: libcurl's total timeout). Raises: HttpError."""
+        response: libcurl's total timeout). Raises: HttpError."""
         chunks: list[bytes] = []
         reader = _HeaderReader()
         curl = self._handle()
@@ -200,12 +200,12 @@ def send(http: HttpClient, method: str, url: str, *, connect_timeout_s: float, r
          json: Any = None, data: Mapping[str, str] | None = None,
          files: Mapping[str, tuple[str, bytes]] | None = None,
          headers: Mapping[str, str] | None = None) -> HttpResponse:
-    """Send one request through `http` and read its answer whole.
+    """Send one request through `http` and read its response whole.
 
     Body: `json` (compact UTF-8, `Content-Type: application/json`), or form fields `data` (URL-encoded, or
     multipart with `files` {field: (file name, bytes)}, as `requests`/httpx send them), or none.
     Timeouts in seconds: `connect_timeout_s` to connect, `read_timeout_s` for the whole exchange.
-    Raises: HttpError on transport failures (refused, timed out, connection closed mid-answer).
+    Raises: HttpError on transport failures (refused, timed out, connection closed mid-response).
     """
     all_headers = dict(headers) if headers else {}
     if json is not None:

@@ -13,7 +13,10 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from minio import Minio
 from urllib.parse import urlparse
 
 from common.settings import ObjectStoreSettings
@@ -245,6 +248,24 @@ class LocalDirStore:
         return self.root.is_dir() and os.access(self.root, os.W_OK)
 
 
+def minio_client(endpoint: str, access_key: str, secret_key: str, secure: bool, region: str,
+                 connect_timeout_s: float, read_timeout_s: float, retries: int) -> Minio:
+    """A minio SDK client of the S3 API at `endpoint` (host:port): `connect_timeout_s` to connect,
+    `read_timeout_s` per read (seconds), a request failing with a connection error or 5xx retried
+    `retries` times (urllib3, backoff 0.2 s doubling). The region is given, so the SDK never asks the
+    bucket's location (GetBucketLocation, which a put-only credential may not do)."""
+    import urllib3
+    from minio import Minio
+
+    http = urllib3.PoolManager(
+        timeout=urllib3.Timeout(connect=connect_timeout_s, read=read_timeout_s),
+        retries=urllib3.Retry(total=retries, backoff_factor=0.2, status_forcelist=[500, 502, 503, 504]),
+        maxsize=10,
+    )
+    return Minio(endpoint, access_key=access_key, secret_key=secret_key, secure=secure, region=region,
+                 http_client=http)
+
+
 class S3Store:
     """Objects in an S3 bucket through the `minio` SDK (MinIO in production, moto's server in tests).
 
@@ -265,20 +286,12 @@ class S3Store:
         read_timeout_s: float = 30.0,
         retries: int = 2,
     ) -> None:
-        import urllib3
-        from minio import Minio
         from minio.error import S3Error
 
         self.bucket = bucket
         self.endpoint = endpoint
-        http = urllib3.PoolManager(
-            timeout=urllib3.Timeout(connect=connect_timeout_s, read=read_timeout_s),
-            retries=urllib3.Retry(total=retries, backoff_factor=0.2, status_forcelist=[500, 502, 503, 504]),
-            maxsize=10,
-        )
-        self.client = Minio(
-            endpoint, access_key=access_key, secret_key=secret_key, secure=secure, region=region, http_client=http
-        )
+        self.client = minio_client(endpoint, access_key, secret_key, secure, region, connect_timeout_s,
+                                   read_timeout_s, retries)
         if not self.client.bucket_exists(bucket_name=bucket):
             try:
                 self.client.make_bucket(bucket_name=bucket)

@@ -73,7 +73,7 @@ class RolloutRecord(BaseModel):
     duration_ms: float | None = None
     model_ms: float = 0.0
     env_ms: float = 0.0
-    #: The attempt's timings (ms): see `services.runner.outcome.TIMING_KEYS`.
+    #: The attempt's timings (ms): see `services.runner.timings.TIMING_KEYS`.
     timings: dict[str, float] = Field(default_factory=dict)
     prompt_tokens: int = 0
     completion_tokens: int = 0

@@ -2,12 +2,12 @@
 
 Written for this project after the models of the same names in vLLM's `vllm/entrypoints/openai/protocol.py`
 (Apache-2.0, https://github.com/vllm-project/vllm): field names, nesting and defaults follow that file so
-that the scripted policy answers, and the runner reads, exactly what a vLLM server sends. Only the fields
+that the scripted policy returns, and the runner reads, exactly what a vLLM server sends. Only the fields
 this project uses are modelled; `extra="allow"` keeps every other field a server sends.
 
 Request fields (`ChatCompletionRequest`): `logprobs: bool`, `top_logprobs: int` (alternatives per position),
 `return_tokens_as_token_ids: bool` (each logprob's `token` becomes `"token_id:<id>"`), `return_token_ids:
-bool` (the answer carries `prompt_token_ids` and each choice's `token_ids`; streaming: `prompt_token_ids`
+bool` (the response carries `prompt_token_ids` and each choice's `token_ids`; streaming: `prompt_token_ids`
 only in the first chunk, `token_ids` as per-chunk deltas).
 """
 
@@ -64,7 +64,7 @@ class ChatMessage(OpenAIBaseModel):
 
 
 class ChatCompletionResponseChoice(OpenAIBaseModel):
-    """`choices[i]` of a non-streaming answer; `token_ids` only with `return_token_ids`."""
+    """`choices[i]` of a non-streaming response; `token_ids` only with `return_token_ids`."""
 
     index: int
     message: ChatMessage
@@ -128,7 +128,7 @@ class ChatCompletionStreamResponse(OpenAIBaseModel):
 
 
 class CompletionResponseChoice(OpenAIBaseModel):
-    """`choices[i]` of a `/v1/completions` answer."""
+    """`choices[i]` of a `/v1/completions` response."""
 
     index: int
     text: str
@@ -165,7 +165,7 @@ class ModelList(OpenAIBaseModel):
 
 
 class ErrorInfo(OpenAIBaseModel):
-    """The `error` object of an OpenAI-style error answer."""
+    """The `error` object of an OpenAI-style error response."""
 
     message: str
     type: str
@@ -173,7 +173,7 @@ class ErrorInfo(OpenAIBaseModel):
 
 
 class ErrorResponse(OpenAIBaseModel):
-    """An OpenAI-style error answer, `{"error": {"message", "type", "code"}}`."""
+    """An OpenAI-style error response, `{"error": {"message", "type", "code"}}`."""
 
     error: ErrorInfo
 
@@ -186,3 +186,20 @@ def token_id_of(token: str) -> int | None:
         except ValueError:
             return None
     return None
+
+
+def read_tokens(payload: dict[str, Any], choice: dict[str, Any]) -> tuple[list[int] | None, list[float] | None,
+                                                                           list[int] | None]:
+    """(response token ids, response logprobs, prompt token ids) of a vLLM chat completion (non-streaming).
+
+    vLLM's formats: `choices[0].token_ids` and top-level `prompt_token_ids` (with `return_token_ids`);
+    `choices[0].logprobs.content[*].logprob`; without `token_ids`, ids are read from `token_id:<id>` token
+    strings (`return_tokens_as_token_ids`). Missing parts are None.
+    """
+    items = (choice.get("logprobs") or {}).get("content") or None
+    logprobs = [float(i["logprob"]) for i in items] if items else None
+    token_ids = choice.get("token_ids")
+    if token_ids is None and items:
+        ids = [token_id_of(str(i.get("token", ""))) for i in items]
+        token_ids = [i for i in ids if i is not None] if all(i is not None for i in ids) else None
+    return token_ids, logprobs, payload.get("prompt_token_ids")

@@ -96,6 +96,10 @@ if [ ! -f "$stamp" ]; then
   echo "setup: installing Python packages into .venv"
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null
   .venv/bin/python -m pip install -q -e ".[test]"
+  # Agent S (PyPI gui-agents), the third-party external agent of tests/e2e/test_external_agent_e2e.py: without its
+  # hard dependencies (PaddleOCR, paddlepaddle, selenium, ...), which its S3 agent does not import; what it does
+  # import (openai, anthropic, backoff, pytesseract, numpy, Pillow) is in the test extra.
+  .venv/bin/python -m pip install -q --no-deps "gui-agents==0.3.2"
   warm_librosa .venv/bin/python
   rm -f .venv/.installed-* && touch "$stamp"
 fi

@@ -32,7 +32,7 @@ class ProducerClient:
     a context manager.
 
     Every method raises ProducerError naming the URL when the producer cannot be reached, and the
-    method, path, HTTP status and the API's `error`/`detail` when it answers 4xx/5xx.
+    method, path, HTTP status and the API's `error`/`detail` when it responds with 4xx/5xx.
     """
 
     def __init__(self, base_url: str) -> None:
@@ -40,10 +40,10 @@ class ProducerClient:
         self.base_url = self.client.base_url
 
     def _call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
-        answer = self.client.request_json(method, path, **kwargs)
-        if not isinstance(answer, dict):
-            raise ProducerError(f"{method} {path}: the answer is not a JSON object")
-        return answer
+        response = self.client.request_json(method, path, **kwargs)
+        if not isinstance(response, dict):
+            raise ProducerError(f"{method} {path}: the response is not a JSON object")
+        return response
 
     def submit(self, tasks: list[OSWorldTask], *, rollouts_per_task: int | None = None, max_steps: int | None = None,
                priority: str | None = None, agent: str | None = None, agent_options: Mapping[str, Any] | None = None,

@@ -1,5 +1,6 @@
-"""Trainer export of a run's stored trajectories: one record per step or per trajectory, as JSON
-Lines or Parquet (pyarrow), read over the producer API (`cua-rollout export`).
+"""Trainer export of a run's stored trajectories: one record per step, per trajectory or per session
+(`export_session.py`: multi-turn token sequences with their loss mask, verl's fields), as JSON Lines or Parquet
+(pyarrow), read over the producer API (`cua-rollout export`).
 
 A record carries the GRPO group id (`<run_id>/<task_id>`: the rollouts of one task in one run are
 one group), the trajectory's reward and status, the policy version that produced each step, the
@@ -19,8 +20,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cua_rollout.client import RolloutClient
+from services.cli.export_session import session_records
 
-Level = Literal["step", "trajectory"]
+Level = Literal["step", "trajectory", "session"]
+LEVELS: tuple[Level, ...] = ("step", "trajectory", "session")
 Format = Literal["jsonl", "parquet"]
 
 
@@ -59,6 +62,7 @@ def _step_record(manifest: dict[str, Any], trajectory: str, step: dict[str, Any]
         "prompt_tokens": (step.get("usage") or {}).get("prompt_tokens"),
         "completion_tokens": (step.get("usage") or {}).get("completion_tokens"),
         "screenshot": f"{trajectory}/image_{index:04d}.png",
+        "session_id": step.get("session_id"),
     }
 
 
@@ -88,8 +92,11 @@ def iter_records(client: RolloutClient, run_id: str, level: Level) -> Iterator[d
         if not manifest:
             continue
         trajectory = item["trajectory"]
-        steps = [_step_record(manifest, trajectory, json.loads(client.trajectory_file(trajectory, name)))
-                 for name in manifest.get("steps", [])]
+        stored = [json.loads(client.trajectory_file(trajectory, name)) for name in manifest.get("steps", [])]
+        if level == "session":
+            yield from session_records(_rollout_fields(manifest), stored)
+            continue
+        steps = [_step_record(manifest, trajectory, step) for step in stored]
         if level == "step":
             yield from steps
         else:

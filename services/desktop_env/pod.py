@@ -3,7 +3,7 @@ routes with FastAPI's `Depends(get_pod)`; and the helpers several routes use."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated
 
@@ -12,6 +12,7 @@ from fastapi.concurrency import run_in_threadpool
 
 from services.desktop_env import confine
 from services.desktop_env.commands import ExecOutcome, normalize, python_c
+from services.desktop_env.execute_log import ExecuteLog
 from services.desktop_env.homemap import HomeMapper
 from services.desktop_env.operations import OperationError
 from services.desktop_env.session import DesktopSession
@@ -21,11 +22,13 @@ from services.desktop_env.zygote import Zygote
 
 @dataclass
 class Pod:
-    """One env: `settings`, its started `desktop` session and the `zygote` of its actions."""
+    """One env: `settings`, its started `desktop` session, the `zygote` of its actions and the log of the
+    actions executed (`execute_log`)."""
 
     settings: DesktopEnvSettings
     desktop: DesktopSession
     zygote: Zygote
+    execute_log: ExecuteLog = field(default_factory=ExecuteLog)
 
     @property
     def display(self) -> str:

@@ -3,11 +3,11 @@
 
 Routes live in `routes/` (one `APIRouter` per domain) and reach the env through
 `Depends(pod.get_pod)`. Success replies have OSWorld's shapes (JSON fields, or text where its
-server answers text), so its own `PythonController` and `SetupController` drive this server.
-Errors the protocol knows (a missing file, a bad request, a failure OSWorld's server also answers
-500) are `operations.OperationError`s, answered as `schemas.ErrorReply` JSON with an `error` key;
+server returns text), so its own `PythonController` and `SetupController` drive this server.
+Errors the protocol knows (a missing file, a bad request, a failure OSWorld's server also returns
+500) are `operations.OperationError`s; returned as `schemas.ErrorReply` JSON with an `error` key;
 malformed requests are 400s naming the bad fields. Anything else is a bug: it is logged and
-answered as a plain 500 by the framework, never dressed up as a protocol reply.
+returned as a plain 500 by the framework, never dressed up as a protocol reply.
 
 Deliberate differences from OSWorld are listed in the route modules (`/execute` timeouts are
 200 replies, window routes wait for their window, `/home/user` maps onto the env's home).

@@ -63,7 +63,7 @@ class NewReplica(BaseModel):
 
 
 class Removed(BaseModel):
-    """`DELETE /admin/replicas/{id}` answer."""
+    """`DELETE /admin/replicas/{id}` response."""
 
     removed: str
 

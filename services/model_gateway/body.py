@@ -3,7 +3,7 @@
 A screenshot-sized chat request is megabytes. Reading it whole before opening the upstream request (what the
 gateway did, and what nginx does by default) puts a full second copy of the upload on the request's latency;
 relaying each ASGI `http.request` message as it arrives (nginx's `proxy_request_buffering off`) overlaps the
-two. The chunks are kept, so an attempt that fails before the first byte of the answer can be retried on
+two. The chunks are kept, so an attempt that fails before the first byte of the response can be retried on
 another replica from the start of the body.
 """
 
@@ -39,6 +39,16 @@ class RequestBody:
         self.complete = False
         self.gone = False
         self._settled = asyncio.Event()  # complete or gone
+
+    @classmethod
+    def of_bytes(cls, data: bytes, receive: Receive) -> RequestBody:
+        """A complete body of `data` (a caller that read or built the body itself); `receive` is the request's
+        ASGI channel, read only by `wait_disconnect`."""
+        body = cls(receive)
+        body._chunks = [data] if data else []
+        body.complete = True
+        body._settled.set()
+        return body
 
     async def _next(self) -> None:
         """Read one ASGI message into the body. Raises: ClientGone on `http.disconnect`."""

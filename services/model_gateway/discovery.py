@@ -36,7 +36,7 @@ class ReplicaDiscovery:
     """Adds and removes the pool's replicas that `urls` stand for (module doc).
 
     `resolver` is the system resolver unless a test passes a stand-in; `version` is the policy version new
-    replicas start at (None: unknown until they answer)."""
+    replicas start at (None: unknown until they respond)."""
 
     def __init__(self, pool: ReplicaPool, urls: list[str], resolver: Resolver = resolve_ipv4,
                  version: str | None = None) -> None:

@@ -2,7 +2,7 @@
 
 A 200 within the timeout counts as a probe success (see `ReplicaPool.record_success`: it moves an open
 breaker past its cooldown to half-open and closes a half-open one); a connect error, timeout or non-200 is a
-failure. A replica that sends `X-Model-Version` on its health answer (the scripted policy does) has its
+failure. A replica that sends `X-Model-Version` on its health response (the scripted policy does) has its
 version recorded, so requests that ask for a version can be routed before its first completion.
 """
 

@@ -5,7 +5,7 @@
 1. drain: no new request goes there (pinned episodes migrate at their next step); wait until its in-flight
    requests finish (`drain_timeout_s`; on timeout the replica is re-admitted unchanged and the reload fails);
 2. reload through the method (`reload_methods`), bounded by `reload_timeout_s`;
-3. health: `GET /health` answers 200 (`health_timeout_s`);
+3. health: `GET /health` responds 200 (`health_timeout_s`);
 4. confirm the new version with the method; only then record it and re-admit the replica.
 A replica that fails steps 2-4 is rolled back (reloaded with the source it last served successfully, known
 once a reload through this gateway succeeded on it) and re-admitted only when that is confirmed; otherwise

@@ -2,7 +2,7 @@
 
 Each method's `reload()` puts new weights on a drained replica and returns; `serves()` confirms afterwards
 that the replica really serves the requested version (it is never re-admitted otherwise). Any failure raises
-`ReloadError` naming the step and the replica's answer.
+`ReloadError` naming the step and the replica's response.
 
 - `vllm_lora`: vLLM's runtime LoRA API (server started with `VLLM_ALLOW_RUNTIME_LORA_UPDATING=1`):
   `POST /v1/unload_lora_adapter {"lora_name"}` (a 4xx for a not-loaded adapter is fine), then

@@ -109,7 +109,7 @@ class ReplicaPool:
     @classmethod
     def of(cls, urls: list[str], unhealthy_after: int, cooldown_s: float = 5.0,
            version: str | None = None) -> ReplicaPool:
-        """A pool over `urls`, every replica starting at `version` (None: unknown until it answers)."""
+        """A pool over `urls`, every replica starting at `version` (None: unknown until it responds)."""
         pool = cls(unhealthy_after=unhealthy_after, cooldown_s=cooldown_s)
         for url in urls:
             pool.add(url).model_version = version
@@ -189,7 +189,7 @@ class ReplicaPool:
             replica.opened_at = time.monotonic()
 
     def set_version(self, replica: Replica, version: str | None) -> None:
-        """Record the version a replica serves (from an answer header or a confirmed reload)."""
+        """Record the version a replica serves (from an response header or a confirmed reload)."""
         if version and version != replica.model_version:
             replica.model_version = version
             self.notify()

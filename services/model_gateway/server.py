@@ -1,8 +1,10 @@
 """The gateway app: an OpenAI-compatible proxy (vLLM OpenAI-compatible server API) over N replicas, with
 policy-version routing and rolling weight reloads for RL.
 
-Routes: `proxy.py` (`/v1/*`), `admin.py` (`/admin/*`), plus `/healthz` and `/metrics` (per-app registry).
-The lifespan owns the shared `httpx.AsyncClient`, the health-check loop and any running reload.
+Routes (all FastAPI routes: middleware applies to every one): `proxy.py` (`/v1/*`), `admin.py` (`/admin/*`),
+`sessions.py` (`/v1/sessions`, `/sessions/{id}/v1/*`), plus `/healthz` and `/metrics` (per-app registry). The
+lifespan owns the one pooled `httpx.AsyncClient` to the replicas (`replica_client`), the health-check loop, any
+running reload, and the sessions (their Redis publisher and idle-expiry sweep).
 """
 
 from __future__ import annotations
@@ -11,25 +13,27 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 
 import httpx
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Request, Response
 from prometheus_client import CollectorRegistry
-from starlette.types import Receive, Scope, Send
 
-from common.auth import warn_if_open
+from common.auth import reveal, warn_if_open
 from common.dns import Resolver, resolve_ipv4
+from common.eventshards import EventShardSettings
 from common.service import add_health_and_metrics
-from services.model_gateway import admin, proxy
+from services.model_gateway import admin, proxy, sessions
 from services.model_gateway.discovery import ReplicaDiscovery
+from services.model_gateway.forwarding import RequestRejected
 from services.model_gateway.health import health_loop
 from services.model_gateway.reload import ReloadManager
 from services.model_gateway.reload_methods import make_method
 from services.model_gateway.replicas import ReplicaPool
 from services.model_gateway.routing import ConsistentRouter
+from services.model_gateway.session_store import SessionManager, StreamPublisher
 from services.model_gateway.settings import GatewaySettings
 from services.model_gateway.state import GatewayMetrics, GatewayState
-from services.model_gateway.upstream import UpstreamClient
 
 log = logging.getLogger(__name__)
 
@@ -55,56 +59,59 @@ def build_state(settings: GatewaySettings, resolver: Resolver = resolve_ipv4) ->
     return state
 
 
-PROXY_PATHS = frozenset({"/v1/chat/completions", "/v1/completions"})
+#: Idle connections to a replica are closed after this (s): vLLM's server is uvicorn, whose keep-alive timeout is 5 s;
+#: reusing a connection the replica is closing would fail a request already sent (never resent: `forwarding.py`).
+KEEPALIVE_S = 4.0
 
 
-class GatewayApp:
-    """ASGI front of the gateway: completion POSTs go straight to `proxy.forward` (the same function the FastAPI
-    routes call, without FastAPI's routing, middleware and dependency solving: about 1 ms of CPU less per
-    request, measured with bench/gateway_overhead.py); everything else, lifespan included, to `app`."""
-
-    def __init__(self, app: FastAPI, state: GatewayState) -> None:
-        self.app = app
-        self.state = state
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Dispatch one ASGI connection."""
-        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] in PROXY_PATHS:
-            response = await proxy.forward(Request(scope, receive), scope["path"], self.state)
-            await response(scope, receive, send)
-            return
-        await self.app(scope, receive, send)
+def replica_client(settings: GatewaySettings, timeout: httpx.Timeout) -> httpx.AsyncClient:
+    """The gateway's one pooled HTTP/1.1 client to its replicas: at most `max_connections` open (all of them may
+    stay idle for `KEEPALIVE_S`), `timeout` by default, no proxy from the environment, no cookie jar (a replica's
+    `Set-Cookie` is relayed, never stored and sent with another client's request), and
+    `Authorization: Bearer $GATEWAY_REPLICA_API_KEY` when that is set."""
+    limits = httpx.Limits(max_connections=settings.max_connections,
+                          max_keepalive_connections=settings.max_connections, keepalive_expiry=KEEPALIVE_S)
+    key = reveal(settings.replica_api_key)
+    return httpx.AsyncClient(timeout=timeout, limits=limits, trust_env=False,
+                             cookies=CookieJar(policy=DefaultCookiePolicy(allowed_domains=[])),
+                             headers={"authorization": f"Bearer {key}"} if key else None)
 
 
-def create_app(settings: GatewaySettings | None = None, resolver: Resolver = resolve_ipv4) -> GatewayApp:
+async def _rejected(_: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RequestRejected)
+    return exc.response
+
+
+def create_app(settings: GatewaySettings | None = None, resolver: Resolver = resolve_ipv4) -> FastAPI:
     """Build the gateway app over `settings.replica_urls` (defaults: env vars `GATEWAY_*`), DNS names
     resolved by `resolver` (the system resolver unless a test passes a stand-in)."""
     settings = settings or GatewaySettings()
     state = build_state(settings, resolver)
-    limits = httpx.Limits(max_connections=settings.max_connections,
-                          max_keepalive_connections=max(1, settings.max_connections // 5), keepalive_expiry=30.0)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         warn_if_open(settings.admin_token, "GATEWAY_ADMIN_TOKEN", "the /admin routes")
         warn_if_open(settings.api_keys, "GATEWAY_API_KEYS", "the OpenAI routes (/v1)")
-        client = httpx.AsyncClient(timeout=state.timeout, limits=limits)
+        client = replica_client(settings, state.timeout)
         state.clients[:] = [client]
-        upstream = UpstreamClient(limit_per_replica=settings.max_connections)
-        state.upstreams[:] = [upstream]
         task = asyncio.create_task(health_loop(state.pool, client, settings.health_interval_s,
                                                settings.health_timeout_s, state.discovery))
+        publisher = StreamPublisher(settings.redis_url, EventShardSettings().event_shards,
+                                    settings.session_publish_timeout_s)
+        app.state.sessions = SessionManager(publisher, settings.session_ttl_s, settings.session_run_id,
+                                            close_wait_s=settings.request_timeout_s)
+        expiry = asyncio.create_task(app.state.sessions.run_expiry(settings.session_sweep_interval_s))
         try:
             yield
         finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            for job in (task, expiry):
+                job.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await job
+            await publisher.close()
             await state.reloads.stop()
             await client.aclose()
-            upstream.close()
             state.clients.clear()
-            state.upstreams.clear()
 
     app = FastAPI(title="cua-rollout model gateway", lifespan=lifespan)
     app.state.gateway = state
@@ -113,4 +120,6 @@ def create_app(settings: GatewaySettings | None = None, resolver: Resolver = res
                            registry=state.registry)
     app.include_router(proxy.router)
     app.include_router(admin.router)
-    return GatewayApp(app, state)
+    app.include_router(sessions.router)
+    app.add_exception_handler(RequestRejected, _rejected)
+    return app

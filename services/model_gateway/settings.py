@@ -13,6 +13,7 @@ from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from common.auth import reveal
+from common.ids import RUN_ID_MAX, RUN_ID_PATTERN
 from common.secrets import check_service_secrets
 from common.settings import ServiceSettings, comma_list
 
@@ -22,7 +23,9 @@ class GatewaySettings(ServiceSettings):
 
     `admin_token` (`GATEWAY_ADMIN_TOKEN`, the `/admin` routes) and `api_keys` (`GATEWAY_API_KEYS`, comma-separated
     keys of the OpenAI routes) are `SecretStr`; empty leaves those routes open, which only local mode allows:
-    outside it (`common.secrets`), an empty or well-known one raises ValueError naming it."""
+    outside it (`common.secrets`), an empty or well-known one raises ValueError naming it. `replica_api_key`
+    (`GATEWAY_REPLICA_API_KEY`, `SecretStr`) is the bearer token the gateway sends to its replicas (vLLM's
+    `--api-key`); empty: none. A client's own `Authorization` is never forwarded."""
 
     model_config = SettingsConfigDict(env_prefix="GATEWAY_", extra="ignore", populate_by_name=True)
 
@@ -47,8 +50,15 @@ class GatewaySettings(ServiceSettings):
     version_wait_s: float = Field(default=60.0, ge=0)
     reload_method: Literal["vllm_lora", "vllm_sleep", "command"] = "vllm_lora"
     reload_command: str = ""
+    #: Sessions (sessions.py): default idle TTL (s), the run of sessions that name none, how long a call's
+    #: record may take to publish (s), the expiry sweep's interval (s).
+    session_ttl_s: float = Field(default=3600.0, gt=0)
+    session_run_id: str = Field(default="sessions", pattern=RUN_ID_PATTERN, max_length=RUN_ID_MAX)
+    session_publish_timeout_s: float = Field(default=10.0, gt=0)
+    session_sweep_interval_s: float = Field(default=5.0, gt=0)
     admin_token: SecretStr = SecretStr("")
     api_keys: SecretStr = SecretStr("")
+    replica_api_key: SecretStr = SecretStr("")
 
     @property
     def replica_urls(self) -> list[str]:

@@ -13,7 +13,6 @@ from services.model_gateway.reload import ReloadManager
 from services.model_gateway.replicas import ReplicaPool
 from services.model_gateway.routing import ConsistentRouter
 from services.model_gateway.settings import GatewaySettings
-from services.model_gateway.upstream import UpstreamClient
 
 
 class GatewayMetrics:
@@ -30,9 +29,9 @@ class GatewayMetrics:
         self.version_waits = Counter("gateway_version_waits_total",
                                      "Requests that waited for a replica of their policy version", registry=registry)
         self.conflicts = Counter("gateway_version_conflicts_total",
-                                 "Requests answered 409: no replica serves an accepted policy version",
+                                 "Requests responded with 409: no replica serves an accepted policy version",
                                  registry=registry)
-        self.abandoned = Counter("gateway_client_gone_total", "Requests whose client left before the answer",
+        self.abandoned = Counter("gateway_client_gone_total", "Requests whose client left before the response",
                                  registry=registry)
         self.overhead = Histogram("gateway_overhead_seconds", "Gateway time excluding upstream time (s)",
                                   registry=registry,
@@ -41,8 +40,8 @@ class GatewayMetrics:
 
 @dataclass
 class GatewayState:
-    """Everything the routes share. The lifespan opens `client` (httpx: health checks, reloads, `/v1/models`) and
-    `upstreams` (`UpstreamClient`: the completion routes, the hot path)."""
+    """Everything the routes share. The lifespan opens `client`, the one pooled `httpx.AsyncClient` to the replicas
+    (completions, health checks, reloads, `/v1/models`)."""
 
     settings: GatewaySettings
     pool: ReplicaPool
@@ -53,7 +52,6 @@ class GatewayState:
     registry: CollectorRegistry
     timeout: httpx.Timeout
     clients: list[httpx.AsyncClient] = field(default_factory=list)
-    upstreams: list[UpstreamClient] = field(default_factory=list)
 
     @property
     def client(self) -> httpx.AsyncClient:
@@ -63,15 +61,7 @@ class GatewayState:
         return self.clients[0]
 
 
-    @property
-    def upstream(self) -> UpstreamClient:
-        """The upstream client of the completion routes. Raises: RuntimeError outside the app lifespan."""
-        if not self.upstreams:
-            raise RuntimeError("the gateway's upstream client is not started (outside the app lifespan)")
-        return self.upstreams[0]
-
-
-def get_state(request: Request) -> GatewayState:
-    """FastAPI dependency: the app's `GatewayState`."""
+async def get_state(request: Request) -> GatewayState:
+    """FastAPI dependency: the app's `GatewayState` (async: FastAPI runs a sync dependency in its threadpool)."""
     state: GatewayState = request.app.state.gateway
     return state

@@ -2,22 +2,22 @@
 
 Only infrastructure failures are retried (RQ `Retry`, enqueued at the front of the queue, see
 `services/task_producer/queueing.py`), and on another env when one is free: the env ids of failed
-attempts travel in the job's `meta["failed_envs"]`. Deterministic failures return normally (never
-retried); a bug (`runner_error`) is recorded, then fails the job with no retry left, so it shows in
-RQ's failed-job registry with its traceback.
+attempts travel in the job's meta (`common/attempts.py`, which also numbers the attempts).
+Deterministic failures return normally (never retried); a bug (`runner_error`) is recorded, then fails
+the job with no retry left, so it shows in RQ's failed-job registry with its traceback.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from typing import Any
 
 import redis
 from rq import get_current_job
 
-from common import keys
-from common import redis_typed as rt
+from common import attempts
 from common.run import RolloutJob
 from common.runstate import load_rollout
 from common.service import redis_client
@@ -28,18 +28,18 @@ from services.runner.settings import RunnerSettings
 
 log = logging.getLogger(__name__)
 
-#: `Job.meta` key listing the env ids where earlier attempts of the rollout failed.
-FAILED_ENVS_META = "failed_envs"
-
-#: Set by the worker (`note_picked`, `use_settings`) before it forks the job's work-horse, which inherits them.
-_picked_at: float | None = None
+#: Set by the worker (`use_settings`) before it forks the job's work-horse, which inherits them.
 _settings: RunnerSettings | None = None
+#: When the worker picked the job of this thread (`note_picked`): a thread's own, so rollouts run at once by the
+#: threads of one worker (`services/runner/threaded.py`) each keep theirs; a forked work-horse inherits the value of
+#: the worker thread that forked it.
+_picked = threading.local()
 
 
-def note_picked() -> None:
-    """Note that the worker picked a job now (`time.monotonic()`): the start of the attempt's start-up."""
-    global _picked_at
-    _picked_at = time.monotonic()
+def note_picked(at: float | None = None) -> None:
+    """Note that the worker picked this thread's job at `at` (`time.monotonic()` s; None: now): the start of the
+    attempt's start-up."""
+    _picked.at = time.monotonic() if at is None else at
 
 
 def use_settings(settings: RunnerSettings) -> None:
@@ -49,8 +49,8 @@ def use_settings(settings: RunnerSettings) -> None:
 
 
 def _take_picked() -> float | None:
-    global _picked_at
-    picked, _picked_at = _picked_at, None
+    picked: float | None = getattr(_picked, "at", None)
+    _picked.at = None
     return picked
 
 
@@ -95,10 +95,10 @@ def _result(rollout_id: str, status: str, reward: float | None, num_steps: int, 
 def _attempt(client: redis.Redis, settings: RunnerSettings, job: RolloutJob,
              picked_at: float | None) -> dict[str, Any]:
     """One attempt of `job` (see `run_rollout`)."""
-    attempt = rt.incr(client, keys.attempt_counter(job.rollout_id))
+    attempt = attempts.start(client, job.rollout_id)
     rq_job = get_current_job()
     final_attempt = rq_job is None or not rq_job.retries_left
-    failed_envs = list(rq_job.meta.get(FAILED_ENVS_META, [])) if rq_job is not None else []
+    failed_envs = attempts.failed_envs(rq_job)
     runner = RolloutRunner(client, settings)
     try:
         outcome = runner.run(job, attempt, final_attempt, avoid_envs=failed_envs, picked_at=picked_at)
@@ -114,8 +114,7 @@ def _attempt(client: redis.Redis, settings: RunnerSettings, job: RolloutJob,
              outcome.reward)
     if outcome.status.is_infra_failure:
         if rq_job is not None and outcome.env_id:
-            rq_job.meta[FAILED_ENVS_META] = [*failed_envs, outcome.env_id]
-            rq_job.save_meta()
+            attempts.note_failed_env(rq_job, outcome.env_id)
         raise InfraFailure(f"{job.rollout_id} attempt {attempt}: {outcome.status.value}: {outcome.error}")
     if outcome.status.is_bug:
         if rq_job is not None:

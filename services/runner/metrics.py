@@ -8,7 +8,7 @@ metrics port (`RUNNER_METRICS_PORT`; multiprocess mode, see `prometheus_multipro
   the screen to settle), `overhead` (the rest: the runner's own work, publishing included) and `total`;
 - `cua_runner_episode_seconds{phase}`: per attempt, `setup`, `evaluation` and `total`;
 - `cua_runner_startup_seconds`: per attempt, job picked by the worker -> first model request
-  (`startup_ms`, see `services.runner.outcome.TIMING_KEYS`); `cua_runner_job_start_seconds`: job
+  (`startup_ms`, see `services.runner.timings.TIMING_KEYS`); `cua_runner_job_start_seconds`: job
   picked -> attempt started in the work-horse;
 - `cua_runner_env_seconds_total{state}`: env time held by this runner's attempts, by what the env
   did: `in_step`, `startup` (lease held, neither stepping, resetting nor evaluating), `reset`
@@ -20,11 +20,11 @@ metrics port (`RUNNER_METRICS_PORT`; multiprocess mode, see `prometheus_multipro
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, multiprocess
 
 from common.envtime import env_split
+from common.events import StepTimings
 from services.runner.prometheus_multiprocess import MULTIPROC_ENV
 
 _STEP_BUCKETS = (0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
@@ -45,28 +45,14 @@ ENV_SECONDS = Counter("cua_runner_env_seconds_total", "Env time held by attempts
                       ["state"])
 LEASE_WAIT_SECONDS = Histogram("cua_runner_lease_wait_seconds", "Time to lease an env (s)", buckets=_STEP_BUCKETS)
 
-@dataclass(frozen=True)
-class StepParts:
-    """One step's time split, in ms: model, action, screenshot, settle, and the whole step."""
-
-    model_ms: float
-    action_ms: float
-    screenshot_ms: float
-    settle_ms: float
-    total_ms: float
-
-    @property
-    def overhead_ms(self) -> float:
-        """The runner's own time in the step: total minus model, action, screenshot and settle (>= 0)."""
-        return max(0.0, self.total_ms - self.model_ms - self.action_ms - self.screenshot_ms - self.settle_ms)
-
-
-def observe_step(parts: StepParts) -> None:
-    """Count one step and its time split (ms in, seconds out)."""
+def observe_step(step: StepTimings, total_ms: float) -> None:
+    """Count one step and its time split (ms in, seconds out): the parts of `step`, the whole step
+    `total_ms` (its event's publishing included) and the runner's own overhead, the rest (>= 0)."""
     STEPS.inc()
-    values = {"model": parts.model_ms, "action": parts.action_ms, "screenshot": parts.screenshot_ms,
-              "env": parts.action_ms + parts.screenshot_ms, "settle": parts.settle_ms,
-              "overhead": parts.overhead_ms, "total": parts.total_ms}
+    parts = step.model_ms + step.action_ms + step.screenshot_ms + step.settle_ms
+    values = {"model": step.model_ms, "action": step.action_ms, "screenshot": step.screenshot_ms,
+              "env": step.env_ms, "settle": step.settle_ms, "overhead": max(0.0, total_ms - parts),
+              "total": total_ms}
     for part, ms in values.items():
         STEP_SECONDS.labels(part).observe(ms / 1000.0)
 

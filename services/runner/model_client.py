@@ -8,7 +8,7 @@ from typing import Any
 
 from common.httpclient import HttpClient, HttpError, send, shared
 from common.versions import min_version_for
-from common.vllm_protocol import token_id_of
+from common.vllm_protocol import read_tokens
 
 #: Share of the runner's model timeout given to the gateway as its deadline (`X-Request-Timeout-S`).
 GATEWAY_DEADLINE_SHARE = 0.95
@@ -42,23 +42,6 @@ def version_headers(policy_version: str | None, max_staleness: int | None) -> di
     if max_staleness is None:
         return {"X-Policy-Version": policy_version}
     return {"X-Min-Policy-Version": min_version_for(policy_version, max_staleness)}
-
-
-def read_tokens(payload: dict[str, Any], choice: dict[str, Any]) -> tuple[list[int] | None, list[float] | None,
-                                                                           list[int] | None]:
-    """(response token ids, response logprobs, prompt token ids) of a vLLM chat completion.
-
-    vLLM's formats (`common.vllm_protocol`): `choices[0].token_ids` and top-level `prompt_token_ids` (with
-    `return_token_ids`); `choices[0].logprobs.content[*].logprob`; without `token_ids`, ids are read from
-    `token_id:<id>` token strings (`return_tokens_as_token_ids`). Missing parts are None.
-    """
-    items = (choice.get("logprobs") or {}).get("content") or None
-    logprobs = [float(i["logprob"]) for i in items] if items else None
-    token_ids = choice.get("token_ids")
-    if token_ids is None and items:
-        ids = [token_id_of(str(i.get("token", ""))) for i in items]
-        token_ids = [i for i in ids if i is not None] if all(i is not None for i in ids) else None
-    return token_ids, logprobs, payload.get("prompt_token_ids")
 
 
 def shared_model_client(gateway_url: str, timeout_s: float, connect_timeout_s: float,

@@ -5,13 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from common.events import EpisodeEvent
 from common.status import RolloutStatus
+from services.runner.timings import AttemptTimings
 
 
 @dataclass
 class RolloutOutcome:
     """Result of one attempt: terminal status, reward (None unless rewarded), steps, error text, the
-    env it ran on, its timings in ms (keys in `TIMING_KEYS`) and the model tokens the episode used."""
+    env it ran on, its timings in ms (`services.runner.timings.TIMING_KEYS`) and the model tokens the episode used."""
 
     status: RolloutStatus
     reward: float | None = None
@@ -26,40 +28,33 @@ class RolloutOutcome:
     evaluation: dict[str, Any] | None = None
 
 
-#: The per-attempt timings (ms) a runner records (`RolloutOutcome.timings`, the end event's and the
-#: rollout record's `timings`). Episode: `total_ms` (start event -> evaluation done), `setup_ms` (reset
-#: on lease and the task's `config`), `eval_ms`; sums over the steps: `model_ms`, `env_ms` (=
-#: `action_ms` + `screenshot_ms`), `settle_ms`, `steps_ms` (wall time of the step loop's iterations,
-#: publishing included), `publish_ms`. Around the episode: `lease_wait_ms`, `reset_ms` (the reset on
-#: lease, inside `setup_ms`), `release_ms` (giving the env back, its reset included when the provider
-#: resets there), `held_ms` (lease acquired -> lease freed), `job_start_ms` (job picked by the worker ->
-#: the attempt starts in the work-horse: fork, RQ bookkeeping, settings), `startup_ms` (job picked ->
-#: first model request; absent when no model request was sent), `teardown_ms` (last step or evaluation
-#: done -> lease freed).
-TIMING_KEYS = ("total_ms", "setup_ms", "eval_ms", "model_ms", "env_ms", "action_ms", "screenshot_ms", "settle_ms",
-               "steps_ms", "publish_ms", "lease_wait_ms", "reset_ms", "release_ms", "held_ms", "job_start_ms",
-               "startup_ms", "teardown_ms")
-
-
 @dataclass
 class StepTotals:
-    """Sums over an episode's steps (ms, tokens), how many steps were published, the model versions that
-    answered, when (`time.monotonic()` s) the first model request was sent, and the time (ms) of
-    preparing the env before the steps (`reset_ms`: the reset on lease, when one was needed)."""
+    """What an episode's steps add up to: how many steps were published, the model tokens they used, the
+    model versions that answered, and the attempt's timings (`timings`, which the steps add to)."""
 
+    timings: AttemptTimings
     steps: int = 0
-    model_ms: float = 0.0
-    env_ms: float = 0.0
-    action_ms: float = 0.0
-    screenshot_ms: float = 0.0
-    settle_ms: float = 0.0
-    steps_ms: float = 0.0
-    publish_ms: float = 0.0
-    reset_ms: float = 0.0
-    first_model_at: float | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
     versions: list[str] = field(default_factory=list)
+
+
+@dataclass
+class EpisodeEnd:
+    """What an episode's end event holds besides its outcome: the event ref, env, agent and sampling
+    fields, the policy versions that answered, the agent's final messages, the setup log (`fields`:
+    `EpisodeEvent` keyword arguments). The event is built once (`event`), when the attempt's outcome and
+    timings are final."""
+
+    fields: dict[str, Any]
+
+    def event(self, outcome: RolloutOutcome) -> EpisodeEvent:
+        """The end event of `outcome` (its reward only when its status carries one)."""
+        return EpisodeEvent(phase="end", status=outcome.status,
+                            reward=outcome.reward if outcome.status.has_reward else None,
+                            num_steps=outcome.num_steps, error=outcome.error, timings=outcome.timings,
+                            evaluation=outcome.evaluation, **self.fields)
 
 
 class EpisodeStop(Exception):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import redis
 import tenacity
@@ -74,8 +74,8 @@ def put_blob(writer: BlobWriter, key: str, data: bytes, content_type: str, withi
 
 def stream_bytes(client: redis.Redis, stream: str = keys.EVENTS_STREAM) -> int:
     """Bytes the stream takes in Redis (`MEMORY USAGE key SAMPLES 0`: every node counted); 0 when missing."""
-    used = client.memory_usage(stream, samples=0)
-    return int(used or 0)  # type: ignore[arg-type]
+    used = cast("int | None", client.memory_usage(stream, samples=0))
+    return int(used or 0)
 
 
 def retry_redis(call: Callable[[], _T], within_s: float, what: str, interval_s: float = 0.5) -> _T:

@@ -27,16 +27,19 @@ from common.runstate import RolloutRecord, is_cancelled, record_rollout
 from common.status import RolloutStatus
 from common.versions import version_order_key
 from services.runner.agent.base import Agent
+from services.runner.agent.external import ExternalAgent
 from services.runner.agent.registry import make_agent
 from services.runner.envs import EnvRequest, EnvUnavailable, make_provider
+from services.runner.external import ExternalEpisode, run_external
 from services.runner.metrics import LEASE_WAIT_SECONDS, observe_attempt
 from services.runner.model_client import ModelClient, shared_model_client
 from services.runner.osworld import EvalContext, EvalError, SetupContext, SetupError, evaluate, run_setup
 from services.runner.osworld.evidence import Evidence
-from services.runner.outcome import EpisodeStop, RolloutOutcome, StepTotals
+from services.runner.outcome import EpisodeEnd, EpisodeStop, RolloutOutcome, StepTotals
 from services.runner.publisher import BackpressureTimeout, BlobPutError, EventPublisher, retry_redis
 from services.runner.settings import RunnerSettings
 from services.runner.steps import Episode, StepLoop
+from services.runner.timings import AttemptTimings
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +109,7 @@ class RolloutRunner:
 
         `avoid_envs`: env ids of earlier failed attempts, leased only when no other env is free.
         `picked_at`: when the worker picked the job (`time.monotonic()` s; None: now), the start of
-        the attempt's `job_start_ms` and `startup_ms` timings (`services.runner.outcome.TIMING_KEYS`).
+        the attempt's `job_start_ms` and `startup_ms` timings (`services.runner.timings`).
         Every failure of the episode, a bug included, comes back as the outcome's status. The end
         event and the final record are retried through Redis errors and backpressure for up to
         `RUNNER_FINISH_RETRY_S` (see `_finish`), so a finished episode is not run again because its
@@ -115,15 +118,17 @@ class RolloutRunner:
         started = time.time()
         begun = time.monotonic()
         picked_at = begun if picked_at is None else picked_at
+        timings = AttemptTimings(picked_at=picked_at, job_start_ms=(begun - picked_at) * 1000.0)
         end_event: EpisodeEvent | None = None
+        episode_end: EpisodeEnd | None = None
         if is_cancelled(self.client, job.run_id):
             outcome = RolloutOutcome(status=RolloutStatus.CANCELLED, error="run cancelled before start")
         else:
             self._record(job, attempt, RolloutStatus.RUNNING, started_at=started)
-            outcome, end_event = self._leased_attempt(job, attempt, avoid_envs, picked_at)
-        outcome.timings["job_start_ms"] = (begun - picked_at) * 1000.0
-        if end_event is not None:
-            end_event.timings = dict(outcome.timings)
+            outcome, episode_end = self._leased_attempt(job, attempt, avoid_envs, timings)
+        outcome.timings = timings.as_dict()
+        if episode_end is not None:
+            end_event = episode_end.event(outcome)
         ended = time.time()
         observe_attempt(outcome.status.value, outcome.timings)
         retry_pending = outcome.status.is_infra_failure and not final_attempt
@@ -164,45 +169,40 @@ class RolloutRunner:
         self._record(job, attempt, RolloutStatus.RUNNER_ERROR, error=bug_report(exc), ended_at=time.time())
 
     def _leased_attempt(self, job: RolloutJob, attempt: int, avoid_envs: Collection[str],
-                        picked_at: float) -> tuple[RolloutOutcome, EpisodeEvent | None]:
-        """Lease an env, run the episode on it, give it back; the outcome's timings gain the lease
-        and start-up ones (`lease_wait_ms`, `release_ms`, `held_ms`, `startup_ms`, `teardown_ms`)."""
+                        timings: AttemptTimings) -> tuple[RolloutOutcome, EpisodeEnd | None]:
+        """Lease an env, run the episode on it, give it back; `timings` gains the lease ones
+        (`lease_wait_ms`, `release_ms`, `held_ms`, `teardown_ms`) and the episode's."""
         request = EnvRequest(owner=f"{job.rollout_id}#{attempt}", run_id=job.run_id, rollout_id=job.rollout_id,
                              avoid=avoid_envs)
         t_lease = time.monotonic()
         try:
             lease = self.provider.acquire(request, self.settings.lease_wait_s)
         except EnvUnavailable as exc:
-            return RolloutOutcome(status=exc.status, error=str(exc),
-                                  timings={"lease_wait_ms": (time.monotonic() - t_lease) * 1000.0}), None
+            timings.lease_wait_ms = (time.monotonic() - t_lease) * 1000.0
+            return RolloutOutcome(status=exc.status, error=str(exc)), None
         t_leased = time.monotonic()
         LEASE_WAIT_SECONDS.observe(t_leased - t_lease)
         env = DesktopEnvClient(lease.env.url)
-        totals = StepTotals()
+        totals = StepTotals(timings)
         t_done = t_leased
         try:
             with LeaseKeeper(self.pool, lease) as keeper:
-                outcome, end_event = self._episode(job, attempt, env, lease, keeper, totals)
+                outcome, episode_end = self._episode(job, attempt, env, lease, keeper, totals)
                 t_done = time.monotonic()
             if outcome.status.is_infra_failure and outcome.status is not RolloutStatus.MODEL_ERROR:
                 reason = self.provider.explain(lease)  # e.g. the pod's Kubernetes reason (Evicted, OOMKilled)
                 if reason:
                     outcome.error = f"{outcome.error} [{reason}]" if outcome.error else reason
-                    end_event.error = outcome.error
         finally:
             t_release = time.monotonic()
             self._release(env, lease)
             t_freed = time.monotonic()
-        outcome.timings.update({
-            "lease_wait_ms": (t_leased - t_lease) * 1000.0,
-            "release_ms": (t_freed - t_release) * 1000.0,
-            "held_ms": (t_freed - t_leased) * 1000.0,
-            "teardown_ms": (t_freed - t_done) * 1000.0,
-        })
-        if totals.first_model_at is not None:
-            outcome.timings["startup_ms"] = (totals.first_model_at - picked_at) * 1000.0
+        timings.lease_wait_ms = (t_leased - t_lease) * 1000.0
+        timings.release_ms = (t_freed - t_release) * 1000.0
+        timings.held_ms = (t_freed - t_leased) * 1000.0
+        timings.teardown_ms = (t_freed - t_done) * 1000.0
         outcome.env_id = lease.env.env_id
-        return outcome, end_event
+        return outcome, episode_end
 
     def _release(self, env: DesktopEnvClient, lease: Lease) -> None:
         """Give the env back through its provider: reset or replaced by its flavor, then the lease freed."""
@@ -214,9 +214,9 @@ class RolloutRunner:
     def _episode(
         self, job: RolloutJob, attempt: int, env: DesktopEnvClient, lease: Lease, keeper: LeaseKeeper,
         totals: StepTotals,
-    ) -> tuple[RolloutOutcome, EpisodeEvent]:
-        """Publish the start event, run setup, steps and evaluation; returns the outcome and the end
-        event (published by `run`, after the env is released)."""
+    ) -> tuple[RolloutOutcome, EpisodeEnd]:
+        """Publish the start event, run setup, steps and evaluation; returns the outcome and what the end
+        event holds besides it (built and published by `run`, after the env is released)."""
         ref = self._ref(job, attempt)
         sampling = job.sampling.model_dump()
         common_fields: dict[str, Any] = {
@@ -234,19 +234,23 @@ class RolloutRunner:
         )
         agent: Agent | None = None
         outcome = RolloutOutcome(status=RolloutStatus.ENV_INIT_FAILED)
-        setup_ms = eval_ms = 0.0
+        timings = totals.timings
         setup_log: list[dict[str, Any]] = []  # setup/postconfig commands that exited non-zero
         model = self.model_client()
         try:
             screen = self._setup(job, env, lease, totals, setup_log)
-            setup_ms = (time.perf_counter() - t0) * 1000.0
-            agent = make_agent(job.agent, job.agent_options, job.task.instruction, screen,
-                               self.settings.client_password)
-            outcome = self.steps.run(Episode(job, ref, env, model, agent, keeper, totals))
+            timings.setup_ms = (time.perf_counter() - t0) * 1000.0
+            if job.agent == ExternalAgent.name:  # a program of its own, beside the env (external.py)
+                outcome = run_external(ExternalEpisode(job, ref, env.base_url, screen, self.settings,
+                                                       self.publisher, totals))
+            else:
+                agent = make_agent(job.agent, job.agent_options, job.task.instruction, screen,
+                                   self.settings.client_password)
+                outcome = self.steps.run(Episode(job, ref, env, model, agent, keeper, totals))
             if outcome.status.has_reward:
                 t_eval = time.perf_counter()
                 outcome = self._evaluate(job, env, screen, outcome, setup_log)
-                eval_ms = (time.perf_counter() - t_eval) * 1000.0
+                timings.eval_ms = (time.perf_counter() - t_eval) * 1000.0
         except EpisodeStop as stop:
             outcome = RolloutOutcome(status=stop.status, error=stop.error, num_steps=totals.steps)
         except (redis.RedisError, BackpressureTimeout) as exc:  # the event stream failed: infrastructure
@@ -259,42 +263,23 @@ class RolloutRunner:
             log.exception("rollout %s crashed", job.rollout_id)
             outcome = RolloutOutcome(status=RolloutStatus.RUNNER_ERROR, error=bug_report(exc),
                                      num_steps=totals.steps)
-        outcome.timings = {
-            "total_ms": (time.perf_counter() - t0) * 1000.0,
-            "setup_ms": setup_ms,
-            "eval_ms": eval_ms,
-            "model_ms": totals.model_ms,
-            "env_ms": totals.env_ms,
-            "settle_ms": totals.settle_ms,
-            "action_ms": totals.action_ms,
-            "screenshot_ms": totals.screenshot_ms,
-            "steps_ms": totals.steps_ms,
-            "publish_ms": totals.publish_ms,
-            "reset_ms": totals.reset_ms,
-        }
+        timings.total_ms = (time.perf_counter() - t0) * 1000.0
         outcome.prompt_tokens, outcome.completion_tokens = totals.prompt_tokens, totals.completion_tokens
-        end_event = EpisodeEvent(
-            phase="end",
-            status=outcome.status,
-            reward=outcome.reward if outcome.status.has_reward else None,
-            num_steps=outcome.num_steps,
-            error=outcome.error,
-            timings=outcome.timings,
-            min_policy_version=min(totals.versions, key=version_order_key) if totals.versions else job.policy_version,
-            max_policy_version=max(totals.versions, key=version_order_key) if totals.versions else job.policy_version,
-            spanned_reload=len(set(totals.versions)) > 1,
-            final_messages=agent.final_messages() if agent else None,
-            evaluation=outcome.evaluation,
-            setup_log=setup_log,
+        versions = totals.versions
+        return outcome, EpisodeEnd({
+            "min_policy_version": min(versions, key=version_order_key) if versions else job.policy_version,
+            "max_policy_version": max(versions, key=version_order_key) if versions else job.policy_version,
+            "spanned_reload": len(set(totals.versions)) > 1,
+            "final_messages": agent.final_messages() if agent else None,
+            "setup_log": setup_log,
             **ref,
             **common_fields,
-        )
-        return outcome, end_event
+        })
 
     def _setup(self, job: RolloutJob, env: DesktopEnvClient, lease: Lease, totals: StepTotals,
                setup_log: list[dict[str, Any]]) -> tuple[int, int]:
         """Prepare the env through its provider (a reset when its flavor has `/reset`; its time in ms
-        goes to `totals.reset_ms`) and run the task's `config` (non-zero exits noted in `setup_log`);
+        goes to `totals.timings.reset_ms`) and run the task's `config` (non-zero exits noted in `setup_log`);
         returns the screen size (pixels).
         Raises: EpisodeStop(env_init_failed) for env transport failures (infrastructure: retried),
         EpisodeStop(setup_error) for a failing setup step (the task's config: not retried)."""
@@ -303,7 +288,7 @@ class RolloutRunner:
             try:
                 self.provider.prepare(lease, env)
             finally:
-                totals.reset_ms = (time.perf_counter() - t_reset) * 1000.0
+                totals.timings.reset_ms = (time.perf_counter() - t_reset) * 1000.0
             screen = env.screen_size()
             run_setup(job.task.config, env, self._setup_context(screen, setup_log))
         except EnvError as exc:

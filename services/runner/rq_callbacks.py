@@ -17,7 +17,7 @@ from typing import Any
 import redis
 from rq.job import Job
 
-from common import keys
+from common import attempts
 from common.run import RolloutJob
 from common.runstate import RolloutRecord, load_rollout, record_rollout
 from common.settings import ServiceSettings
@@ -36,8 +36,7 @@ def record_lost_attempt(client: redis.Redis, job: Job, reason: str) -> RolloutSt
         return None
     rollout = RolloutJob.model_validate(payload)
     record = load_rollout(client, rollout.run_id, rollout.rollout_id)
-    raw: Any = client.get(keys.attempt_counter(rollout.rollout_id))
-    attempt = int(raw or 0)
+    attempt = attempts.current(client, rollout.rollout_id)
     retry = bool(job.retries_left)
     if record is not None and record.attempt >= attempt:
         if record.status.is_terminal or (record.status is RolloutStatus.QUEUED and retry):

@@ -16,6 +16,10 @@ from common.secrets import check_service_secrets
 from common.settings import ServiceSettings, comma_list
 from services.runner.settle import SettleConfig
 
+#: Rollouts an inline worker runs at once when `RUNNER_CONCURRENCY` is unset (bench/README.md,
+#: `## runner_concurrency.py`: ~14 MiB of RSS each; beyond 8 the worker's CPU per step grows, steps/s does not).
+DEFAULT_INLINE_CONCURRENCY = 8
+
 
 class RunnerSettings(ServiceSettings, EventShardSettings):
     """How a runner worker reaches the gateway and envs, and its limits.
@@ -62,6 +66,12 @@ class RunnerSettings(ServiceSettings, EventShardSettings):
     unless `RUNNER_S3_*` say otherwise. A put failing with transport or 5xx errors is retried for
     `blob_retry_s` seconds (300, as long as `backpressure_wait_s`: a store outage stalls the runners as the
     sink's backlog did when PNGs went through the stream), then the attempt ends as `env_error`.
+    `concurrency`: rollouts one worker runs at once (`services/runner/threaded.py`). Above 1 (only with
+    `execution=inline`: a forking worker runs one work-horse at a time) the worker's main thread dequeues
+    while that many threads of the worker process run rollouts, each with its own lease, model session and
+    cancellation; a crash inside one records its `runner_error` and leaves the others running. None (unset):
+    1 with `fork`, `DEFAULT_INLINE_CONCURRENCY` with `inline` (chosen from `bench/runner_concurrency.py`, see
+    bench/README.md).
     `workers`: RQ workers in this runner process (`services/runner/pool.py`): above 1, the process imports
     the job code once and forks that many workers, which share it copy-on-write; each has its own id
     (`<id>-w<slot>`), Redis connections, env provider and reaper.
@@ -83,6 +93,9 @@ class RunnerSettings(ServiceSettings, EventShardSettings):
     max_parse_retries: int = Field(default=2, ge=0)
     resample_temperature: float = Field(default=0.7, ge=0.0, le=2.0)
     wait_action_s: float = 1.0
+    #: External agents (services/runner/external.py): a run's `agent_options.command` name -> the command line
+    #: the runner starts (JSON object in `RUNNER_EXTERNAL_AGENTS`; split like a shell, never run by one).
+    external_agents: dict[str, str] = Field(default_factory=dict)
     settle_max_s: float = Field(default=2.0, ge=0.0)
     settle_quiet_s: float = Field(default=0.5, ge=0.0)
     settle_no_change_s: float = Field(default=2.0, ge=0.0)  # nothing shown yet: OSWorld's fixed 2 s
@@ -112,6 +125,7 @@ class RunnerSettings(ServiceSettings, EventShardSettings):
     redis_reconnect_s: float = Field(default=600.0, ge=0.0)
     maintenance_interval_s: int = Field(default=60, ge=1)
     metrics_port: int = 9101
+    concurrency: int | None = Field(default=None, ge=1)
     workers: int = Field(default=1, ge=1)
     queues: str = ""
     with_scheduler: bool = True
@@ -160,6 +174,20 @@ class RunnerSettings(ServiceSettings, EventShardSettings):
         if value not in ("per-rollout", "warm-pool"):
             raise ValueError(f"RUNNER_K8S_MODE must be per-rollout or warm-pool, got {value!r}")
         return value
+
+    @model_validator(mode="after")
+    def _concurrency_fits_execution(self) -> RunnerSettings:
+        if self.execution == "fork" and self.concurrency not in (None, 1):
+            raise ValueError(f"RUNNER_CONCURRENCY={self.concurrency} needs RUNNER_EXECUTION=inline: a forking worker "
+                             "runs one work-horse at a time (RUNNER_WORKERS runs more workers)")
+        return self
+
+    @property
+    def rollouts_at_once(self) -> int:
+        """Rollouts one worker runs at once: `concurrency`, or its default for `execution` (see the class)."""
+        if self.concurrency is not None:
+            return self.concurrency
+        return 1 if self.execution == "fork" else DEFAULT_INLINE_CONCURRENCY
 
     @model_validator(mode="after")
     def _runner_id(self) -> RunnerSettings:

@@ -18,7 +18,7 @@ from common.run import RolloutJob
 from common.runstate import is_cancelled
 from common.status import RolloutStatus
 from services.runner.agent.base import Agent, Observation, ParsedResponse, ParseError
-from services.runner.metrics import StepParts, observe_step
+from services.runner.metrics import observe_step
 from services.runner.model_client import ModelClient, ModelError, ModelReply
 from services.runner.outcome import EpisodeStop, RolloutOutcome, StepTotals
 from services.runner.publisher import EventPublisher
@@ -32,7 +32,7 @@ _T = TypeVar("_T")
 @dataclass
 class Episode:
     """Everything one episode's steps use: the job, its event ref, the env, the gateway client, the
-    agent state, the lease keeper and the running totals."""
+    agent state, the lease keeper and the running totals (the attempt's timings among them)."""
 
     job: RolloutJob
     ref: dict[str, Any]
@@ -112,11 +112,10 @@ class StepLoop:
                 tree = self._env_call(env.accessibility, f"accessibility tree failed at step {step}")
                 screenshot_ms += (time.perf_counter() - t_env) * 1000.0
             messages = agent.build_messages(Observation(screenshot=png, accessibility_tree=tree))
-            if totals.first_model_at is None:
-                totals.first_model_at = time.monotonic()
+            if totals.timings.first_model_at is None:
+                totals.timings.first_model_at = time.monotonic()
             sampled = self._sample_parsable(job, episode.model, agent, messages)
             reply, parsed, model_ms = sampled.reply, sampled.parsed, sampled.model_ms
-            totals.model_ms += model_ms
             totals.prompt_tokens += reply.prompt_tokens + sum(d.usage.prompt_tokens for d in sampled.discarded)
             totals.completion_tokens += reply.completion_tokens + sum(d.usage.completion_tokens
                                                                       for d in sampled.discarded)
@@ -129,20 +128,15 @@ class StepLoop:
             if acted and self.settings.settle_max_s > 0:
                 settled = self._env_call(partial(settler.settle, png), f"screenshot failed at step {step}")
                 settle_ms, capped, next_png = settled.settle_ms, settled.capped, settled.png
-            env_ms = screenshot_ms + action_ms
-            totals.env_ms += env_ms
-            totals.action_ms += action_ms
-            totals.screenshot_ms += screenshot_ms
-            totals.settle_ms += settle_ms
-            timings = StepTimings(model_ms=model_ms, env_ms=env_ms, settle_ms=settle_ms, settle_capped=capped,
+            timings = StepTimings(model_ms=model_ms, env_ms=screenshot_ms + action_ms, action_ms=action_ms,
+                                  screenshot_ms=screenshot_ms, settle_ms=settle_ms, settle_capped=capped,
                                   step_ms=(time.perf_counter() - t_step) * 1000.0)
             t_publish = time.perf_counter()
             self._publish(episode, step, sampled, execution, png, timings)
             t_end = time.perf_counter()
-            totals.publish_ms += (t_end - t_publish) * 1000.0
-            totals.steps_ms += (t_end - t_step) * 1000.0
-            observe_step(StepParts(model_ms=model_ms, action_ms=action_ms, screenshot_ms=screenshot_ms,
-                                   settle_ms=settle_ms, total_ms=(t_end - t_step) * 1000.0))
+            loop_ms = (t_end - t_step) * 1000.0
+            totals.timings.add_step(timings, publish_ms=(t_end - t_publish) * 1000.0, loop_ms=loop_ms)
+            observe_step(timings, total_ms=loop_ms)
             totals.steps = step + 1
             if sampled.parse_error is not None:
                 return RolloutOutcome(

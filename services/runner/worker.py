@@ -1,5 +1,6 @@
-"""Starts an RQ worker for rollouts: forking worker (heartbeats; or inline, `RUNNER_EXECUTION`), with the
-scheduler, queues by priority.
+"""Starts an RQ worker for rollouts: forking worker (heartbeats; or inline, `RUNNER_EXECUTION`, one rollout at a
+time or `RUNNER_CONCURRENCY` at once in threads, `services/runner/threaded.py`), with the scheduler, queues by
+priority.
 
 Before taking jobs the worker starts its env provider's upkeep (`services/runner/envs`: static
 URLs re-resolved, local envs, or the `kubernetes` pool keeper and reaper) and stops it on exit.
@@ -16,6 +17,9 @@ import logging
 import os
 import signal
 import time
+from collections.abc import Callable
+from multiprocessing.util import register_after_fork
+from typing import Any
 
 import redis
 from rq import Queue, SimpleWorker, Worker
@@ -24,6 +28,7 @@ from rq.worker.base import BaseWorker
 
 import services.runner.job as rollout_job  # loaded before forking: work-horses inherit it, never import it
 from common import keys
+from common.processes import die_with_parent
 from common.service import redis_client, setup_logging, start_metrics_port
 from common.settings import comma_list
 from services.runner.envs import make_provider
@@ -32,6 +37,7 @@ from services.runner.prometheus_multiprocess import mark_worker
 from services.runner.reaper import Reaper
 from services.runner.rq_callbacks import on_work_horse_killed
 from services.runner.settings import RunnerSettings
+from services.runner.threaded import ThreadedRolloutWorker
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +52,7 @@ def preload() -> None:
 
 class PickNoting(BaseWorker):
     """Notes when the worker picks each job, before it runs it (the start of the attempt's `startup_ms`,
-    see `services.runner.outcome.TIMING_KEYS`). Mixed in before an RQ worker class."""
+    see `services.runner.timings.TIMING_KEYS`). Mixed in before an RQ worker class."""
 
     def execute_job(self, job: Job, queue: Queue) -> None:
         """Note the pick, then run the job as the RQ worker class after this one does."""
@@ -59,7 +65,17 @@ class PromptSchedulerStop(BaseWorker):
     `stop_scheduler` sends SIGTERM, which the scheduler notices only after its 1 s sleep: up to 1 s more
     for every worker stop (half of a local stack's stop). Killing it is safe: the scheduler moves due jobs
     to their queue in one Redis transaction (MULTI/EXEC), so each move is done or not; its locks are
-    released here (only those it still owns) so another worker's scheduler takes over at once."""
+    released here (only those it still owns) so another worker's scheduler takes over at once.
+
+    The scheduler process also dies (SIGKILL) with its worker when the worker is killed. It is a fork of the
+    worker and holds copies of the worker's Redis sockets: while it lived, a killed worker's connection stayed
+    open, and a BLPOP the worker had pending (a worker running rollouts in threads waits in BLPOP meanwhile)
+    went on taking jobs from the queue for a reader that is gone, so they were lost. Its locks then expire
+    (61 s); meanwhile the reapers enqueue overdue scheduled retries (`services/runner/reaper.py`)."""
+
+    def _start_scheduler(self, *args: Any, **kwargs: Any) -> None:
+        register_after_fork(self, _die_with_parent(os.getpid()))  # runs in the scheduler process (multiprocessing)
+        super()._start_scheduler(*args, **kwargs)
 
     def stop_scheduler(self) -> None:
         """Kill the scheduler process, wait for it, release its locks and registration."""
@@ -75,13 +91,37 @@ class PromptSchedulerStop(BaseWorker):
         scheduler.register_death()
 
 
+def _die_with_parent(parent: int) -> Callable[[object], None]:
+    def in_child(_: object) -> None:
+        die_with_parent(signal.SIGKILL)
+        if os.getppid() != parent:  # the worker died before the line above took effect
+            os._exit(1)
+    return in_child
+
+
 class RolloutWorker(PickNoting, PromptSchedulerStop, Worker):
     """RQ's forking worker (`RUNNER_EXECUTION=fork`): a work-horse process per rollout."""
 
 
 class InlineRolloutWorker(PickNoting, PromptSchedulerStop, SimpleWorker):
-    """RQ's `SimpleWorker` (`RUNNER_EXECUTION=inline`): runs each rollout in the worker process itself,
-    no work-horse. RQ's job timeout still applies (SIGALRM in the worker's main thread)."""
+    """RQ's `SimpleWorker` (`RUNNER_EXECUTION=inline`, `RUNNER_CONCURRENCY=1`): runs each rollout in the worker
+    process itself, no work-horse. RQ's job timeout still applies (SIGALRM in the worker's main thread)."""
+
+
+class ThreadedInlineRolloutWorker(PromptSchedulerStop, ThreadedRolloutWorker):
+    """`RUNNER_EXECUTION=inline` with `RUNNER_CONCURRENCY` > 1: up to that many rollouts at once in threads of the
+    worker process (`services/runner/threaded.py`)."""
+
+
+def make_worker(settings: RunnerSettings, queues: list[Queue], client: redis.Redis) -> BaseWorker:
+    """The RQ worker of `settings` on `queues`: forking (`fork`), inline one rollout at a time, or inline with
+    `settings.rollouts_at_once` slot threads."""
+    common: dict[str, Any] = {"connection": client, "maintenance_interval": settings.maintenance_interval_s}
+    if settings.execution == "fork":
+        return RolloutWorker(queues, work_horse_killed_handler=on_work_horse_killed, **common)
+    if settings.rollouts_at_once == 1:
+        return InlineRolloutWorker(queues, **common)
+    return ThreadedInlineRolloutWorker(queues, concurrency=settings.rollouts_at_once, **common)
 
 
 def prepare_process(settings: RunnerSettings) -> None:
@@ -125,9 +165,7 @@ def work(settings: RunnerSettings) -> bool:
             client = redis_client(settings.redis_url, socket_timeout_s=None)  # RQ blocks in BLPOP
             try:
                 queues = [Queue(name, connection=client) for name in names]
-                worker_class = InlineRolloutWorker if settings.execution == "inline" else RolloutWorker
-                worker = worker_class(queues, connection=client, work_horse_killed_handler=on_work_horse_killed,
-                                      maintenance_interval=settings.maintenance_interval_s)
+                worker = make_worker(settings, queues, client)
                 return bool(worker.work(with_scheduler=settings.with_scheduler, burst=settings.burst,
                                         logging_level=settings.log_level))
             except redis.ConnectionError as exc:

@@ -33,7 +33,7 @@ from common.vllm_protocol import (
     UsageInfo,
 )
 from services.scripted_policy.scripts import choose_reply
-from services.scripted_policy.state import PolicyState, answer_headers, get_state, openai_error
+from services.scripted_policy.state import PolicyState, get_state, openai_error, response_headers
 from services.scripted_policy.streaming import sse_chunks
 from services.scripted_policy.tokens import (
     CHARS_PER_TOKEN,
@@ -55,7 +55,7 @@ def check_messages(messages: Any) -> None:
     """Check the OpenAI chat `messages` shape this server reads: a list of objects with a string
     `role`, `content` a string, a list of part objects (a part's `text` a string) or null.
 
-    Raises: TypeError naming the first bad message (answered 400, as vLLM answers a bad request)."""
+    Raises: TypeError naming the first bad message (a 400 response, as vLLM gives for a bad request)."""
     if not isinstance(messages, list):
         raise TypeError("messages must be a list")
     for i, message in enumerate(messages):
@@ -73,11 +73,11 @@ def check_messages(messages: Any) -> None:
 
 async def simulate(state: PolicyState, raw: bytes, endpoint: str) -> JSONResponse | None:
     """Simulated model time (`latency_ms`) and failure injection of one completion of `endpoint` (`chat`
-    or `completions`); the error answer when this one fails (503 asleep, 500 injected), else None."""
+    or `completions`); the error response when this one fails (503 asleep, 500 injected), else None."""
     requests_total = state.requests_total
     if state.model.sleeping:
         requests_total.labels(endpoint, "503").inc()
-        return openai_error("the engine is sleeping (scripted policy)", 503, answer_headers(raw, state.model.version))
+        return openai_error("the engine is sleeping (scripted policy)", 503, response_headers(raw, state.model.version))
     if endpoint == "chat":
         state.chat_requests += 1
     if state.settings.latency_ms > 0:
@@ -89,7 +89,7 @@ async def simulate(state: PolicyState, raw: bytes, endpoint: str) -> JSONRespons
     first_n = endpoint == "chat" and state.chat_requests <= state.settings.fail_first_n
     if first_n or (state.settings.failure_rate > 0 and state.rng.random() < state.settings.failure_rate):
         requests_total.labels(endpoint, "500").inc()
-        return openai_error("injected failure (scripted policy)", 500, answer_headers(raw, state.model.version))
+        return openai_error("injected failure (scripted policy)", 500, response_headers(raw, state.model.version))
     requests_total.labels(endpoint, "200").inc()
     return None
 
@@ -128,7 +128,7 @@ async def chat(request: Request, state: PolicyState = Depends(get_state)) -> Res
     failure = await simulate(state, raw, "chat")
     if failure is not None:
         return failure
-    version = state.model.version  # the version that "computed" this answer
+    version = state.model.version  # the version that "computed" this response
     model_name = state.settings.model_name
     reply = choose_reply(state.scripts, messages)
     ids, logprobs = completion_tokens(reply, version)
@@ -137,9 +137,9 @@ async def chat(request: Request, state: PolicyState = Depends(get_state)) -> Res
     prompt_count = len(prompt_ids) if prompt_ids is not None else prompt_token_count(messages)
     if wanted.stream:
         return StreamingResponse(sse_chunks(completion_id, model_name, reply, ids, logprobs, wanted, prompt_ids),
-                                 media_type="text/event-stream", headers=answer_headers(raw, version))
+                                 media_type="text/event-stream", headers=response_headers(raw, version))
     top, as_ids = wanted.top_logprobs or 0, bool(wanted.return_tokens_as_token_ids)
-    answer = ChatCompletionResponse(
+    response = ChatCompletionResponse(
         id=completion_id, created=int(time.time()), model=model_name,
         choices=[ChatCompletionResponseChoice(
             index=0, message=ChatMessage(role="assistant", content=reply),
@@ -149,9 +149,9 @@ async def chat(request: Request, state: PolicyState = Depends(get_state)) -> Res
         usage=UsageInfo(prompt_tokens=prompt_count, completion_tokens=len(ids),
                         total_tokens=prompt_count + len(ids)),
         prompt_token_ids=prompt_ids)
-    # pydantic's own JSON encoder: the answer's token ids and logprobs made `json.dumps` of its dump
+    # pydantic's own JSON encoder: the response's token ids and logprobs made `json.dumps` of its dump
     # 20% of this server's CPU per request.
-    return Response(answer.model_dump_json(), media_type="application/json", headers=answer_headers(raw, version))
+    return Response(response.model_dump_json(), media_type="application/json", headers=response_headers(raw, version))
 
 
 @router.post("/v1/completions", response_model=CompletionResponse, responses=ERRORS)
@@ -173,9 +173,9 @@ async def completions(request: Request, state: PolicyState = Depends(get_state))
     text = choose_reply(state.scripts, [{"role": "user", "content": text_prompt}])
     ids, _ = completion_tokens(text, state.model.version)
     prompt_count = len(text_prompt) // CHARS_PER_TOKEN
-    answer = CompletionResponse(
+    response = CompletionResponse(
         id=f"cmpl-{uuid.uuid4().hex[:16]}", created=int(time.time()), model=state.settings.model_name,
         choices=[CompletionResponseChoice(index=0, text=text)],
         usage=UsageInfo(prompt_tokens=prompt_count, completion_tokens=len(ids), total_tokens=prompt_count + len(ids)))
-    return Response(answer.model_dump_json(), media_type="application/json",
-                    headers=answer_headers(raw, state.model.version))
+    return Response(response.model_dump_json(), media_type="application/json",
+                    headers=response_headers(raw, state.model.version))

@@ -8,7 +8,7 @@ then the longest instruction wins. The reply index is the step the request is at
 messages in it, or, for agents that send only their last few replies (OSWorld's prompt agent, Qwen's),
 where those replies stand in the script: just after the first place the request's assistant messages
 occur in a row among the script's replies (a script whose replies repeat such a window is ambiguous).
-Past a script's end and without a script, the answer is the agent's "done" or "fail" in its own format.
+Past a script's end and without a script, the response is the agent's "done" or "fail" in its own format.
 """
 
 from __future__ import annotations
@@ -30,17 +30,20 @@ AGENT_MARKERS = {
     "ui_tars_1_5": "You are a GUI agent. You are given a task and your action history",
     "osworld_prompt": "You are asked to complete the following task: ",
     "qwen_vl_computer_use": '"name": "computer_use"',
+    # Agent S3 (PyPI `gui-agents`, an external agent: examples/agent_s/): its worker's system prompt
+    "agent_s": "You have access to both GUI and code agents.",
 }
 AGENT_REPLIES = {
     "ui_tars_1_5": (EXHAUSTED_REPLY, NO_SCRIPT_REPLY),
     "osworld_prompt": ("DONE", "FAIL"),
     "qwen_vl_computer_use": (_QWEN_TERMINATE.format("success"), _QWEN_TERMINATE.format("failure")),
+    "agent_s": ("```python\nagent.done()\n```", "```python\nagent.fail()\n```"),
 }
 
 
 @dataclass(frozen=True)
 class Script:
-    """The replies for one task instruction, one per step; `agent` None answers any agent's requests."""
+    """The replies for one task instruction, one per step; `agent` None serves any agent's requests."""
 
     instruction: str
     replies: list[str]
@@ -62,8 +65,9 @@ def load_scripts(directory: Path | None) -> list[Script]:
             if not isinstance(instruction, str) or not isinstance(replies, list) \
                     or not all(isinstance(r, str) for r in replies):
                 raise TypeError("instruction must be a string and replies a list of strings")
-            if agent is not None and agent not in known_agents():
-                raise ValueError(f"unknown agent {agent!r} (known: {', '.join(known_agents())})")
+            if agent is not None and agent not in known_agents() and agent not in AGENT_MARKERS:
+                known = sorted({*known_agents(), *AGENT_MARKERS})
+                raise ValueError(f"unknown agent {agent!r} (known: {', '.join(known)})")
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"{path}: invalid script: {exc!r}") from exc
         scripts.append(Script(instruction=instruction, replies=replies, agent=agent))

@@ -10,7 +10,7 @@ Routers (each takes the replica's `PolicyState` through `Depends(get_state)`, `s
   adapters), `GET /health` (200, empty body, like vLLM; plus `X-Model-Version`).
 - `weights.py`: weight reloads (vLLM's LoRA and sleep-mode endpoints).
 - `/healthz`, `/metrics` (Prometheus, per-app registry).
-Every completion answer carries `X-Model-Version` and `X-Body-Sha256` (hex SHA-256 of the raw request body
+Every completion response carries `X-Model-Version` and `X-Body-Sha256` (hex SHA-256 of the raw request body
 bytes), so tests can check that a proxy forwarded the body byte-exact.
 """
 

@@ -5,13 +5,13 @@
 | `POLICY_HOST` / `POLICY_PORT` | 127.0.0.1 / 8001 | listen address |
 | `POLICY_SCRIPTS_DIR` | unset | directory searched recursively for `*.json` scripts |
 | `POLICY_LATENCY_MS` | 0 | simulated model time per completion (milliseconds) |
-| `POLICY_MODEL_NAME` | ui-tars-1.5-7b | id served by `/v1/models` and in answers |
+| `POLICY_MODEL_NAME` | ui-tars-1.5-7b | id served by `/v1/models` and in responses |
 | `POLICY_MODEL_VERSION` | v0 | `X-Model-Version` until a reload |
-| `POLICY_FAILURE_RATE` | 0 | probability (0..1) that a completion answers HTTP 500 |
+| `POLICY_FAILURE_RATE` | 0 | probability (0..1) that a completion responds with HTTP 500 |
 | `POLICY_SEED` | 0 | seed of the failure-injection RNG |
-| `POLICY_FAIL_FIRST_N` | 0 | the first N chat requests answer HTTP 500 |
+| `POLICY_FAIL_FIRST_N` | 0 | the first N chat requests get HTTP 500 |
 | `POLICY_RELOAD_MS` | 0 | simulated weight-load time of every reload endpoint (milliseconds) |
-| `POLICY_RELOAD_FAIL_VERSIONS` | empty | comma-separated versions whose load answers HTTP 500 |
+| `POLICY_RELOAD_FAIL_VERSIONS` | empty | comma-separated versions whose load responds with HTTP 500 |
 """
 
 from __future__ import annotations

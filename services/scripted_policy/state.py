@@ -68,14 +68,14 @@ def get_state(request: Request) -> PolicyState:
     return state
 
 
-def answer_headers(raw: bytes, version: str) -> dict[str, str]:
-    """Headers of every completion answer: the served `X-Model-Version` and `X-Body-Sha256` (hex SHA-256
+def response_headers(raw: bytes, version: str) -> dict[str, str]:
+    """Headers of every completion response: the served `X-Model-Version` and `X-Body-Sha256` (hex SHA-256
     of the raw request body, so tests can check that a proxy forwarded it byte-exact)."""
     return {"X-Model-Version": version, "X-Body-Sha256": hashlib.sha256(raw).hexdigest()}
 
 
 def openai_error(message: str, status: int, headers: dict[str, str] | None = None) -> JSONResponse:
-    """An OpenAI-style error answer (`common.vllm_protocol.ErrorResponse`) with HTTP `status`; `type` is
+    """An OpenAI-style error response (`common.vllm_protocol.ErrorResponse`) with HTTP `status`; `type` is
     InternalServerError (5xx), NotFoundError (404) or BadRequestError (other 4xx), as vLLM names them."""
     kind = "InternalServerError" if status >= 500 else ("NotFoundError" if status == 404 else "BadRequestError")
     body = ErrorResponse(error=ErrorInfo(message=message, type=kind, code=status))

@@ -4,7 +4,10 @@
   byte and the served model version, so a step's logprobs identify the version that produced it
   (`expected_logprobs`): tests check every stored step against its recorded version.
 - Prompt token ids: one id per 4 characters of text (`CHARS_PER_TOKEN`) and `IMAGE_TOKENS` copies of
-  `IMAGE_TOKEN_ID` per image part; `len(prompt_token_ids) == usage.prompt_tokens`.
+  `IMAGE_TOKEN_ID` per image part; `len(prompt_token_ids) == usage.prompt_tokens`. An assistant message's text
+  is the UTF-8 bytes of the text, as its completion gave them: a history re-sent unchanged then has the
+  previous call's prompt and response ids as the prefix of its prompt ids, as with a real chat template and
+  tokenizer (what a session's multi-turn export relies on, services/cli/export_session.py).
 - Shapes: `common.vllm_protocol` (vLLM's `ChatCompletionLogProbs`), including `top_logprobs` alternatives and
   `return_tokens_as_token_ids` token strings.
 """
@@ -45,31 +48,41 @@ def _text_ids(text: str) -> list[int]:
 
 
 def _parts(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    """(kind, text) per content part: kind `text` or `image`."""
+    """(kind, text) per content part: kind `text`, `image` or `reply` (text of an assistant message)."""
     out = []
     for message in messages:
         content = message.get("content") if isinstance(message, dict) else None
+        text_kind = "reply" if isinstance(message, dict) and message.get("role") == "assistant" else "text"
         if isinstance(content, str):
-            out.append(("text", content))
+            out.append((text_kind, content))
         elif isinstance(content, list):
             for part in content:
                 if isinstance(part, dict):
                     image = part.get("type") == "image_url"
-                    out.append(("image", "") if image else ("text", str(part.get("text", ""))))
+                    out.append(("image", "") if image else (text_kind, str(part.get("text", ""))))
     return out
 
 
+def _part_count(kind: str, text: str) -> int:
+    if kind == "image":
+        return IMAGE_TOKENS
+    return len(text.encode()) if kind == "reply" else len(text.encode()) // CHARS_PER_TOKEN
+
+
 def prompt_token_count(messages: list[dict[str, Any]]) -> int:
-    """`usage.prompt_tokens`: text length / 4 per part plus `IMAGE_TOKENS` per image part."""
-    return sum(IMAGE_TOKENS if kind == "image" else len(text.encode()) // CHARS_PER_TOKEN
-               for kind, text in _parts(messages))
+    """`usage.prompt_tokens`: text length / 4 per part (an assistant part: its length in bytes) plus
+    `IMAGE_TOKENS` per image part."""
+    return sum(_part_count(kind, text) for kind, text in _parts(messages))
 
 
 def prompt_token_ids(messages: list[dict[str, Any]]) -> list[int]:
     """Fake prompt token ids, `prompt_token_count(messages)` of them."""
     ids: list[int] = []
     for kind, text in _parts(messages):
-        ids += [IMAGE_TOKEN_ID] * IMAGE_TOKENS if kind == "image" else _text_ids(text)
+        if kind == "image":
+            ids += [IMAGE_TOKEN_ID] * IMAGE_TOKENS
+        else:
+            ids += list(text.encode()) if kind == "reply" else _text_ids(text)
     return ids
 
 

@@ -7,7 +7,7 @@ vLLM's runtime LoRA API: `POST /v1/load_lora_adapter {"lora_name", "lora_path"}`
 
 The served version after a load is the last path component of the path (`/ckpt/v3` -> `v3`). Every load
 takes `POLICY_RELOAD_MS`; a version listed in `POLICY_RELOAD_FAIL_VERSIONS` fails with HTTP 500. While
-asleep, completions answer 503.
+asleep, completions respond with 503.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ ERRORS: dict[int | str, dict[str, object]] = {
     404: {"model": ErrorResponse, "description": "no such adapter"},
     500: {"model": ErrorResponse, "description": "injected load failure"},
 }
-TEXT_ANSWER: dict[str, object] = {"content": {"text/plain": {}}, "description": "done (vLLM's text answer)"}
+TEXT_RESPONSE: dict[str, object] = {"content": {"text/plain": {}}, "description": "done (vLLM's text response)"}
 
 
 class LoadLoRA(BaseModel):
@@ -74,7 +74,7 @@ def version_of_path(path: str) -> str:
 
 
 async def load(state: PolicyState, path: str) -> JSONResponse | None:
-    """Simulated load time (`reload_ms`); a 500 answer for a version in `reload_fail_versions`, else serve
+    """Simulated load time (`reload_ms`); a 500 response for a version in `reload_fail_versions`, else serve
     the version of `path` from now on."""
     await asyncio.sleep(state.settings.reload_ms / 1000.0)
     version = version_of_path(path)
@@ -85,7 +85,7 @@ async def load(state: PolicyState, path: str) -> JSONResponse | None:
     return None
 
 
-@router.post("/v1/load_lora_adapter", response_model=None, responses={**ERRORS, 200: TEXT_ANSWER})
+@router.post("/v1/load_lora_adapter", response_model=None, responses={**ERRORS, 200: TEXT_RESPONSE})
 async def load_lora(body: LoadLoRA, state: PolicyState = Depends(get_state)) -> Response:
     """Load an adapter; 400 when the name is loaded already (vLLM's behaviour)."""
     if body.lora_name in state.model.adapters:
@@ -97,7 +97,7 @@ async def load_lora(body: LoadLoRA, state: PolicyState = Depends(get_state)) -> 
     return Response(f"Success: LoRA adapter '{body.lora_name}' added successfully.", media_type="text/plain")
 
 
-@router.post("/v1/unload_lora_adapter", response_model=None, responses={**ERRORS, 200: TEXT_ANSWER})
+@router.post("/v1/unload_lora_adapter", response_model=None, responses={**ERRORS, 200: TEXT_RESPONSE})
 async def unload_lora(body: UnloadLoRA, state: PolicyState = Depends(get_state)) -> Response:
     """Unload an adapter; 404 when it is not loaded."""
     if state.model.adapters.pop(body.lora_name, None) is None:
@@ -107,7 +107,7 @@ async def unload_lora(body: UnloadLoRA, state: PolicyState = Depends(get_state))
 
 @router.post("/sleep", response_model=None)
 def sleep(level: int = 1, state: PolicyState = Depends(get_state)) -> Response:
-    """Put the engine to sleep (completions answer 503 until woken)."""
+    """Put the engine to sleep (completions respond with 503 until woken)."""
     state.model.sleeping = True
     return Response(status_code=200)
 

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 
-from common.events import EpisodeEvent, StepEvent
+from common.events import EpisodeEvent, StepEvent, blobs_of
 from common.objectstore import ObjectStore
 from services.storage_sink.writer import TrajectoryWriter, Write
 
@@ -124,7 +124,8 @@ class TrajectoryBatch:
                 outcomes[entry.entry_id] = Outcome.DROPPED
             else:
                 jobs.append((entry, self.writer.step_puts(self.prefix, entry.event, entry.png, entry.fields[b"data"],
-                                                              entry.png_key, entry.record_key)))
+                                                              entry.png_key, entry.record_key,
+                                                              blobs_of(entry.fields))))
         return self._run(jobs, outcomes)
 
     def _end(self, entry: Entry, current: int, outcomes: dict[bytes, Outcome]) -> bool:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +31,12 @@ from common.run import trajectory_prefix
 
 #: Files of a finished attempt, deleted when a newer attempt starts.
 _FINAL_FILES = ("manifest.json", "reward.txt", "final_messages.json", "evaluation.json")
+
+
+def _media_type(name: str) -> str:
+    """Content type of a blob by its extension (`image/<ext>`; `jpg` is `image/jpeg`)."""
+    extension = name.rsplit(".", 1)[-1]
+    return "image/jpeg" if extension == "jpg" else f"image/{extension}"
 
 
 def _json(data: Any) -> bytes:
@@ -90,10 +97,15 @@ class TrajectoryWriter:
             return 0
 
     def step_puts(self, prefix: str, event: StepEvent, png: bytes | None, data: bytes | None = None,
-                  png_key: str | None = None, record_key: str | None = None) -> list[Write]:
+                  png_key: str | None = None, record_key: str | None = None,
+                  blobs: Mapping[str, bytes] | None = None) -> list[Write]:
         """The objects of a step (its PNG when it has one: copied from its blob `png_key`, or put from `png`;
-        its JSON: copied from the whole record's blob `record_key` when the entry carried the record without
-        its token arrays, else put from `data`); independent of each other.
+        its session images; its JSON: copied from the whole record's blob `record_key` when the entry carried
+        the record without its token arrays, else put from `data`); independent of each other.
+
+        `blobs`: the entry's content-addressed images (`common.events.blob_name`, checked when the entry was
+        decoded), stored as `{prefix}/<name>`: a session re-sends its earlier screenshots in every call, and
+        each is stored once (a redelivery or a second sender rewrites the same bytes under the same key).
 
         `data`: the event's JSON as the runner published it (`common.events.encode_event`, which `event` was
         validated from): stored as it is, compact, instead of encoding `event` again (a step's token ids made the
@@ -101,6 +113,7 @@ class TrajectoryWriter:
         image = f"{prefix}/image_{event.step:04d}.png"
         puts: list[Write] = [Copy(image, png_key)] if png_key is not None else \
             [Put(image, png, "image/png")] if png is not None else []
+        puts += [Put(f"{prefix}/{name}", blob, _media_type(name)) for name, blob in (blobs or {}).items()]
         step_file = f"{prefix}/step_{event.step:04d}.json"
         if record_key is not None:
             puts.append(Copy(step_file, record_key))

@@ -13,7 +13,7 @@ from rq import Callback, Queue, Retry, Worker
 from rq.exceptions import NoSuchJobError
 from rq.job import Job
 
-from common import keys
+from common import attempts, keys
 from common import redis_typed as rt
 from common.osworld_features import unsupported_by_catalogue
 from common.run import ON_FAILURE_CALLBACK, ROLLOUT_JOB_FUNC, RolloutJob, RunRequest, make_rollout_id, rq_job_id
@@ -228,7 +228,7 @@ def cancel_run(client: redis.Redis, run_id: str) -> int:
                         rollout_index=index,
                         domain=meta.domains.get(task_id, "default"),
                         status=RolloutStatus.CANCELLED,
-                        attempt=rt.get_int(client, keys.attempt_counter(make_rollout_id(run_id, task_id, index))) or 1,
+                        attempt=attempts.current(client, make_rollout_id(run_id, task_id, index)) or 1,
                     ),
                 )
                 cancelled += 1

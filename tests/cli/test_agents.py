@@ -15,11 +15,11 @@ from services.cli.main import app
 def test_agents_lists_each_agent_with_observations_action_spaces_and_options() -> None:
     shown = CliRunner().invoke(app, ["agents"], env={"COLUMNS": "200"})
     assert shown.exit_code == 0, shown.output
-    assert shown.stdout.splitlines()[-1] == "agents: ui_tars_1_5, osworld_prompt, qwen_vl_computer_use"
+    assert shown.stdout.splitlines()[-1] == "agents: ui_tars_1_5, osworld_prompt, qwen_vl_computer_use, external"
     for word in ("screenshot_a11y_tree", "som", "computer_13", "computer_use", "observation_type", "history_n"):
         assert word in shown.stdout
     listed = json.loads(CliRunner().invoke(app, ["agents", "--json"]).stdout)["agents"]
-    assert [a["name"] for a in listed] == ["ui_tars_1_5", "osworld_prompt", "qwen_vl_computer_use"]
+    assert [a["name"] for a in listed] == ["ui_tars_1_5", "osworld_prompt", "qwen_vl_computer_use", "external"]
     assert listed[1]["options"]["action_space"]["enum"] == ["pyautogui", "computer_13"]
 
 

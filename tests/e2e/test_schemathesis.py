@@ -79,12 +79,13 @@ def producer_url(redis_url: str, tmp_path: Path) -> Iterator[str]:
 
 
 @pytest.fixture()
-def gateway_url(tmp_path: Path) -> Iterator[str]:
+def gateway_url(tmp_path: Path, redis_url: str) -> Iterator[str]:
     (tmp_path / "a.json").write_text(json.dumps({"instruction": "Rename the folder", "replies": ["R0", "R1"]}))
     with ExitStack() as stack:
         replicas = [stack.enter_context(serve_app(create_policy(ScriptedPolicySettings(scripts_dir=tmp_path))))
                     for _ in range(2)]
-        gateway = create_gateway(GatewaySettings(replicas=",".join(replicas), health_interval_s=0.2))
+        gateway = create_gateway(GatewaySettings(replicas=",".join(replicas), health_interval_s=0.2,
+                                                 redis_url=redis_url))  # sessions publish there
         yield stack.enter_context(serve_app(gateway))
 
 
@@ -126,11 +127,16 @@ _CHAT_BODIES = st.one_of(
 @pytest.mark.timeout(900)
 def test_gateway_openapi_has_no_5xx(gateway_url: str) -> None:
     # The model routes take raw bodies (no body schema): random bytes and JSON are posted to them too.
+    # A session's chat route (sessions.py) too: it parses the body to record the call.
     failures: list[str] = []
     with requests.Session() as session:
-        @settings(max_examples=2 * EXAMPLES, deadline=None, database=None, derandomize=not RANDOM,
+        opened = session.post(gateway_url + "/v1/sessions", timeout=30)
+        assert opened.status_code == 201, opened.text
+        session_chat = opened.json()["path"] + "/chat/completions"
+
+        @settings(max_examples=3 * EXAMPLES, deadline=None, database=None, derandomize=not RANDOM,
                   suppress_health_check=list(HealthCheck))
-        @given(path=st.sampled_from(["/v1/chat/completions", "/v1/completions"]), body=_CHAT_BODIES)
+        @given(path=st.sampled_from(["/v1/chat/completions", "/v1/completions", session_chat]), body=_CHAT_BODIES)
         def post_raw(path: str, body: bytes) -> None:
             response = session.post(gateway_url + path, data=body, timeout=30,
                                     headers={"content-type": "application/json"})

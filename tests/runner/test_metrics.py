@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from prometheus_client import REGISTRY
 
-from services.runner.metrics import StepParts, observe_attempt, observe_step
+from common.events import StepTimings
+from services.runner.metrics import observe_attempt, observe_step
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -26,7 +27,8 @@ def test_a_step_is_split_into_its_parts_and_the_runners_own_overhead() -> None:
     before = {part: _value("cua_runner_step_seconds_sum", part=part)
               for part in ("model", "action", "screenshot", "env", "settle", "overhead", "total")}
     steps = _value("cua_runner_steps_total")
-    observe_step(StepParts(model_ms=40.0, action_ms=10.0, screenshot_ms=5.0, settle_ms=20.0, total_ms=78.0))
+    observe_step(StepTimings(model_ms=40.0, env_ms=15.0, action_ms=10.0, screenshot_ms=5.0, settle_ms=20.0),
+                 total_ms=78.0)
     added = {part: _value("cua_runner_step_seconds_sum", part=part) - value for part, value in before.items()}
     assert added == {"model": pytest.approx(0.040), "action": pytest.approx(0.010),
                      "screenshot": pytest.approx(0.005), "env": pytest.approx(0.015),
@@ -55,13 +57,14 @@ _HORSES_SCRIPT = """
 import os, sys
 from services.runner.prometheus_multiprocess import mark_worker, use_multiprocess_metrics
 directory = use_multiprocess_metrics()
-from services.runner.metrics import STEPS, StepParts, metrics_registry, observe_step
+from common.events import StepTimings
+from services.runner.metrics import STEPS, metrics_registry, observe_step
 mark_worker()
 for _ in range(6):  # six rollouts, one work-horse each, one after the other (as RQ's forking worker runs them)
     pid = os.fork()
     if pid == 0:
         for _ in range(3):
-            observe_step(StepParts(model_ms=1.0, action_ms=1.0, screenshot_ms=1.0, settle_ms=0.0, total_ms=4.0))
+            observe_step(StepTimings(model_ms=1.0, env_ms=2.0, action_ms=1.0, screenshot_ms=1.0), total_ms=4.0)
         os._exit(0)
     assert os.waitpid(pid, 0)[1] == 0
 STEPS.inc()  # the worker itself counts too

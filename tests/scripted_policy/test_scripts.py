@@ -33,7 +33,11 @@ def screenshot() -> bytes:
     return buffer.getvalue()
 
 
-@pytest.mark.parametrize("agent", known_agents())
+#: The agents of the runner's step loop (`external` runs a program of its own).
+STEP_LOOP_AGENTS = [agent for agent in known_agents() if agent != "external"]
+
+
+@pytest.mark.parametrize("agent", STEP_LOOP_AGENTS)
 def test_every_agent_has_a_marker_its_requests_carry_and_replies_it_parses(agent: str) -> None:
     runner_agent = make_agent(agent, {}, INSTRUCTION, (1920, 1080), "password")
     messages = runner_agent.build_messages(Observation(screenshot(), TREE))
@@ -50,7 +54,7 @@ def test_a_script_naming_an_agent_answers_only_that_agents_requests(tmp_path: Pa
                                                        "agent": "osworld_prompt"}))
     scripts = load_scripts(tmp_path)
     replies = {agent: choose_reply(scripts, make_agent(agent, {}, INSTRUCTION, (1920, 1080), "pw")
-                                   .build_messages(Observation(screenshot(), TREE))) for agent in known_agents()}
+                                   .build_messages(Observation(screenshot(), TREE))) for agent in STEP_LOOP_AGENTS}
     assert replies == {"ui_tars_1_5": "generic", "osworld_prompt": "osworld", "qwen_vl_computer_use": "qwen"}
     (tmp_path / "bad.json").write_text(json.dumps({"instruction": "x", "replies": [], "agent": "nobody"}))
     with pytest.raises(ValueError, match="bad.json.*unknown agent 'nobody'"):
@@ -70,3 +74,15 @@ def test_the_step_of_an_agent_that_sends_only_its_last_replies(tmp_path: Path) -
         answered.append(reply)
         agent.record(reply)
     assert answered == [*replies, AGENT_REPLIES["osworld_prompt"][0]]  # then the agent's own DONE
+
+
+def test_agent_s_workers_prompt_carries_its_marker_and_its_replies_are_its_actions() -> None:
+    from gui_agents.s3.agents.grounding import OSWorldACI
+    from gui_agents.s3.memory.procedural_memory import PROCEDURAL_MEMORY
+    from gui_agents.s3.utils.common_utils import parse_code_from_string
+
+    prompt = PROCEDURAL_MEMORY.construct_simple_worker_procedural_memory(OSWorldACI, skipped_actions=[])
+    assert agent_of(prompt.replace("TASK_DESCRIPTION", INSTRUCTION)) == "agent_s"
+    done, fail = AGENT_REPLIES["agent_s"]
+    assert (parse_code_from_string(done).strip(), parse_code_from_string(fail).strip()) == \
+        ("agent.done()", "agent.fail()")

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, cast
 
 import typer
 
 from common.objectstore import open_store
 from common.settings import ObjectStoreSettings
-from cua_rollout.client import RolloutClient
+from cua_rollout.client import RolloutClient, RolloutClientError
 from services.cli.api_client import auth_token
 from services.cli.app import DEFAULT_PRODUCER, JsonOption, ProducerOption, app, console, fail, usage_errors
-from services.cli.export import Format, Level, iter_records, write_export
+from services.cli.export import LEVELS, Format, Level, iter_records, write_export
 from services.cli.results_views import diff_table, flaky_table
 
 
@@ -25,21 +25,30 @@ def _client(producer: str) -> RolloutClient:
 def export(
     run_id: str,
     fmt: Annotated[str, typer.Option("--format", help="jsonl or parquet")] = "jsonl",
-    level: Annotated[str, typer.Option(help="one record per `step` or per `trajectory`")] = "step",
+    level: Annotated[str, typer.Option(
+        help="one record per `step`, per `trajectory`, or per `session` (multi-turn token sequence with its "
+             "loss mask: prompt_ids, response_ids, response_mask, rollout_log_probs)")] = "step",
     out: Annotated[Path | None, typer.Option(help="output file (default: <run_id>.<level>.<format>)")] = None,
     producer: ProducerOption = DEFAULT_PRODUCER,
 ) -> None:
     """Export a run's trajectories for training: GRPO group ids, rewards, statuses, policy versions,
-    token ids, logprobs and screenshot references, as JSON Lines or Parquet."""
+    token ids, logprobs and screenshot references, as JSON Lines or Parquet. The run of gateway sessions
+    opened without one (`GATEWAY_SESSION_RUN_ID`, default `sessions`) exports too: it has trajectories but no
+    run record."""
     if fmt not in ("jsonl", "parquet"):
         fail(f"--format must be jsonl or parquet, got {fmt!r}")
-    if level not in ("step", "trajectory"):
-        fail(f"--level must be step or trajectory, got {level!r}")
+    levels = {name: name for name in LEVELS}
+    if level not in levels:
+        fail(f"--level must be one of {', '.join(LEVELS)}, got {level!r}")
     path = out or Path(f"{run_id}.{level}.{fmt}")
     with usage_errors(), _client(producer) as client:
-        level_: Level = "step" if level == "step" else "trajectory"
+        level_ = cast(Level, levels[level])
         format_: Format = "jsonl" if fmt == "jsonl" else "parquet"
-        client.run(run_id)  # an unknown run is an error (404), not an empty export
+        try:
+            client.run(run_id)  # an unknown run is an error (404), not an empty export
+        except RolloutClientError:
+            if not client.trajectories(run_id):  # sessions' runs have trajectories but no run record
+                raise
         count = write_export(iter_records(client, run_id, level_), path, format_)
     console.print(f"exported {count} {level} records of run {run_id} to {path}")
 

@@ -22,5 +22,6 @@ def reset(pod: PodDep) -> StatusReply:
     pod.zygote.stop()  # first: actions still running are answered as killed by the reset
     duration_ms = pod.desktop.reset()
     pod.zygote.start()
+    pod.execute_log.clear()
     RESET_SECONDS.observe(duration_ms / 1000.0)
     return StatusReply(status="success", message="Env reset.", duration_ms=round(duration_ms, 1))

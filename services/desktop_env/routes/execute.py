@@ -1,5 +1,6 @@
 """Command routes: `/execute`, `/setup/execute`, `/setup/execute_with_verification`,
-`/setup/launch`, `/run_python`, `/run_bash_script` (OSWorld `desktop_env/server/main.py`).
+`/setup/launch`, `/run_python`, `/run_bash_script` (OSWorld `desktop_env/server/main.py`), and our
+`GET /execute_log` (the actions `/execute` ran, `execute_log.py`).
 
 Deliberate difference on `/execute`: a command that cannot start or times out is a 200 reply with
 `status: "error"` and return code 127/126/124 (OSWorld: HTTP 500), so the runner can tell an
@@ -12,13 +13,14 @@ import time
 import uuid
 from pathlib import Path
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, PlainTextResponse
 from prometheus_client import Histogram
 
 from services.desktop_env import operations
 from services.desktop_env.commands import RC_NOT_FOUND, RC_TIMEOUT
+from services.desktop_env.execute_log import ExecuteLogReply
 from services.desktop_env.operations import OperationError
 from services.desktop_env.pod import Pod, PodDep
 from services.desktop_env.schemas import (
@@ -50,8 +52,18 @@ async def _execute(pod: Pod, body: CommandBody) -> ExecuteReply:
 @router.post("/execute", response_model=ExecuteReply, responses={400: {"model": ErrorReply}})
 async def execute(pod: PodDep, body: CommandBody) -> ExecuteReply:
     """Run a command to its end; `python -c` code runs in a fresh process forked from the env's
-    zygote (see `zygote`), anything else as a subprocess."""
-    return await _execute(pod, body)
+    zygote (see `zygote`), anything else as a subprocess. Logged (`execute_log`)."""
+    started_at = time.time()
+    reply = await _execute(pod, body)
+    pod.execute_log.add(started_at, body.command, body.shell, reply.status, reply.returncode, reply.output,
+                        reply.error)
+    return reply
+
+
+@router.get("/execute_log", response_model=ExecuteLogReply)
+async def execute_log(pod: PodDep, after: int = Query(default=0, ge=0)) -> ExecuteLogReply:
+    """The actions `/execute` ran after number `after`, oldest first (our own route, not OSWorld's)."""
+    return pod.execute_log.since(after)
 
 
 @router.post("/setup/execute", response_model=ExecuteReply, responses={400: {"model": ErrorReply}})

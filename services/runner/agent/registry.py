@@ -12,11 +12,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from services.runner.agent.base import Agent, AgentOptions
+from services.runner.agent.external import ExternalAgent
 from services.runner.agent.osworld_prompt import OSWorldPromptAgent
 from services.runner.agent.qwen_computer_use import QwenComputerUseAgent
 from services.runner.agent.ui_tars import UITarsAgent
 
-AGENTS: dict[str, type[Agent]] = {cls.name: cls for cls in (UITarsAgent, OSWorldPromptAgent, QwenComputerUseAgent)}
+AGENTS: dict[str, type[Agent]] = {cls.name: cls for cls in (UITarsAgent, OSWorldPromptAgent, QwenComputerUseAgent,
+                                                             ExternalAgent)}
 
 #: JSON-schema keywords of an option kept in the catalogue (a subset `common.agents` checks).
 _OPTION_KEYS = ("type", "enum", "minimum", "maximum", "minLength", "maxLength", "default", "description")

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[3]
 def test_catalogue_lists_exactly_the_registered_agents() -> None:
     assert CATALOGUE.read_text() == catalogue_text(), \
         "common/agent_catalogue.json is stale: run `python -m services.runner.agent.catalogue`"
-    assert known_agents() == list(AGENTS) == ["ui_tars_1_5", "osworld_prompt", "qwen_vl_computer_use"]
+    assert known_agents() == list(AGENTS) == ["ui_tars_1_5", "osworld_prompt", "qwen_vl_computer_use", "external"]
 
 
 OPTION_CASES: list[tuple[str, dict[str, Any]]] = [
@@ -32,6 +32,8 @@ OPTION_CASES: list[tuple[str, dict[str, Any]]] = [
     ("osworld_prompt", {"a11y_tree_max_tokens": 0}), ("osworld_prompt", {"max_trajectory_length": True}),
     ("qwen_vl_computer_use", {"coordinates": "relative", "history_n": 2}),
     ("qwen_vl_computer_use", {"coordinates": "normalized"}), ("qwen_vl_computer_use", {"history_n": 2.0}),
+    ("external", {"command": "agent_s"}), ("external", {"command": "", "timeout_s": 5}),
+    ("external", {"timeout_s": 0}), ("external", {"command": "x", "timeout_s": 1.5}),
 ]
 
 
@@ -47,7 +49,8 @@ def test_the_catalogue_and_the_registry_agree_on_options(agent: str, options: di
 
 
 def test_an_unknown_agent_is_named_with_the_known_ones() -> None:
-    with pytest.raises(UnknownAgent, match="unknown agent 'gpt' .known: osworld_prompt, qwen_vl_computer_use"):
+    with pytest.raises(UnknownAgent,
+                       match="unknown agent 'gpt' .known: external, osworld_prompt, qwen_vl_computer_use"):
         make_agent("gpt", {}, "task", (1920, 1080), "password")
     with pytest.raises(ValueError, match="unknown agent 'gpt' .known: ui_tars_1_5, osworld_prompt"):
         check_agent("gpt", {})
