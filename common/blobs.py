@@ -14,31 +14,10 @@ deletes blobs that nothing pending can still need (`services/storage_sink/reconc
 
 from __future__ import annotations
 
-import hashlib
 import io
-import re
 from typing import Protocol
 
 from common.objectstore import LocalDirStore, check_key, minio_client
-
-#: Key prefix of the blobs (run ids cannot start with `_`, `common.ids`, so no trajectory lives here).
-BLOB_PREFIX = "_blobs"
-#: A blob key: the prefix, 64 lowercase hex digits (sha256), an optional `.ext` suffix.
-_BLOB_KEY = re.compile(rf"{BLOB_PREFIX}/[0-9a-f]{{64}}(\.[a-z0-9]{{1,8}})?")
-
-
-def blob_key(data: bytes, suffix: str = ".png") -> str:
-    """`_blobs/{sha256(data) hex}{suffix}`: the content address of `data` (FIPS 180-4 SHA-256).
-    Raises: ValueError when `suffix` is not empty or `.` and 1-8 of a-z 0-9."""
-    key = f"{BLOB_PREFIX}/{hashlib.sha256(data).hexdigest()}{suffix}"
-    return check_blob_key(key)
-
-
-def check_blob_key(key: str) -> str:
-    """`key` when it is a blob key (`_blobs/<64 hex>[.ext]`). Raises: ValueError naming the key."""
-    if not isinstance(key, str) or _BLOB_KEY.fullmatch(key) is None:
-        raise ValueError(f"invalid blob key {str(key)[:120]!r}: expected {BLOB_PREFIX}/<64 hex digits>[.ext]")
-    return key
 
 
 class BlobWriter(Protocol):

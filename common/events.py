@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from common.blob_keys import check_blob_key
 from common.ids import RUN_ID_MAX, RUN_ID_PATTERN, TASK_ID_MAX, TASK_ID_PATTERN
 from common.status import RolloutStatus
 
@@ -222,8 +223,6 @@ def without_token_arrays(event: StepEvent) -> StepEvent:
 
 
 def _blob_field(fields: dict[bytes, bytes], name: bytes) -> str | None:
-    from common.blobs import check_blob_key
-
     raw = fields.get(name)
     if raw is None:
         return None
@@ -235,7 +234,7 @@ def _blob_field(fields: dict[bytes, bytes], name: bytes) -> str | None:
 
 def png_key_of(fields: dict[bytes, bytes]) -> str | None:
     """The entry's screenshot blob key (`png_key`), or None. Raises: ValueError when it is not a blob key
-    (`common.blobs.check_blob_key`: a poison entry)."""
+    (`common.blob_keys.check_blob_key`: a poison entry)."""
     return _blob_field(fields, b"png_key")
 
 

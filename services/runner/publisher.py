@@ -22,7 +22,8 @@ import urllib3
 from prometheus_client import Counter
 
 from common import keys
-from common.blobs import BlobWriter, blob_key
+from common.blob_keys import blob_key
+from common.blobs import BlobWriter
 from common.events import EpisodeEvent, StepEvent, encode_event, without_token_arrays
 from common.eventshards import stream_of
 

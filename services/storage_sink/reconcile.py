@@ -37,7 +37,7 @@ import redis
 from prometheus_client import Counter, Gauge
 
 from common import keys
-from common.blobs import BLOB_PREFIX
+from common.blob_keys import BLOB_PREFIX
 from common.objectstore import ObjectStore
 
 log = logging.getLogger(__name__)

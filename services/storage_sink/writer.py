@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from common.blobs import check_blob_key
+from common.blob_keys import check_blob_key
 from common.events import EpisodeEvent, StepEvent
 from common.objectstore import ObjectStore
 from common.run import trajectory_prefix

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from common.blobs import WriteOnlyS3, blob_key, check_blob_key, open_blob_writer
+from common.blob_keys import blob_key, check_blob_key
+from common.blobs import WriteOnlyS3, open_blob_writer
 from common.objectstore import LocalDirStore, ObjectStore, S3Store
 from common.polling import free_port
 

@@ -23,7 +23,8 @@ import pytest
 from minio import Minio
 from minio.error import S3Error
 
-from common.blobs import BLOB_PREFIX, WriteOnlyS3, blob_key
+from common.blob_keys import BLOB_PREFIX, blob_key
+from common.blobs import WriteOnlyS3
 from common.polling import free_port, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]

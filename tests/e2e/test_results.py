@@ -18,7 +18,7 @@ from playwright.sync_api import sync_playwright
 from prometheus_client.parser import text_string_to_metric_families
 from typer.testing import CliRunner
 
-from common.blobs import blob_key
+from common.blob_keys import blob_key
 from common.objectstore import LocalDirStore
 from common.polling import wait_until
 from common.runstate import RolloutRecord

@@ -25,7 +25,7 @@ import psutil
 import pytest
 from PIL import Image
 
-from common.blobs import blob_key
+from common.blob_keys import blob_key
 from common.objectstore import S3Store
 from common.polling import free_port, http_ok, wait_until
 from common.task import OSWorldTask, load_task_file

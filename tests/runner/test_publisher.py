@@ -15,7 +15,8 @@ import pytest
 import redis
 
 from common import keys
-from common.blobs import WriteOnlyS3, blob_key
+from common.blob_keys import blob_key
+from common.blobs import WriteOnlyS3
 from common.events import ParsedAction, StepEvent, Usage, decode_event, png_key_of, record_key_of
 from common.objectstore import LocalDirStore, S3Store
 from common.polling import free_port

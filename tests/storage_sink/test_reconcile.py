@@ -13,7 +13,7 @@ import pytest
 import redis
 
 from common import keys
-from common.blobs import blob_key
+from common.blob_keys import blob_key
 from common.events import EpisodeEvent, StepEvent
 from common.eventshards import shard_of
 from common.objectstore import LocalDirStore, ObjectStore, S3Store

@@ -12,7 +12,7 @@ import pytest
 import redis
 
 from common import keys
-from common.blobs import blob_key
+from common.blob_keys import blob_key
 from common.events import EpisodeEvent, StepEvent, encode_event, without_token_arrays
 from common.objectstore import LocalDirStore, ObjectStore, S3Store
 from common.polling import free_port
