@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -40,3 +41,14 @@ def settings_for(urls: list[str], **extra: object) -> GatewaySettings:
 
 def states(gw: str) -> dict[str, dict]:
     return {r["id"]: r for r in httpx.get(f"{gw}/admin/replicas", timeout=5).json()["replicas"]}
+
+
+def plain_chat(text: str = "Rename the folder") -> dict:
+    """A chat request with text-only content (model `policy`), as the runner's and reload tests send."""
+    return {"model": "policy", "messages": [{"role": "user", "content": text}]}
+
+
+def write_long_script(directory: Path) -> Path:
+    """A scripts dir with one task of 50 replies (more than any test's calls); returns `directory`."""
+    (directory / "a.json").write_text(json.dumps({"instruction": "Rename the folder", "replies": ["R0"] * 50}))
+    return directory

@@ -3,7 +3,6 @@ of vLLM GPU servers), real HTTP on loopback."""
 
 from __future__ import annotations
 
-import json
 import sys
 import threading
 from pathlib import Path
@@ -13,20 +12,13 @@ import pytest
 
 from common.polling import wait_until
 from services.model_gateway.server import create_app as create_gateway
-from tests.model_gateway.helpers import policies, rid, settings_for
+from tests.model_gateway.helpers import CHAT, plain_chat, policies, rid, settings_for, write_long_script
 from tests.servers import serve_app
-
-CHAT = "/v1/chat/completions"
-
-
-def chat(text: str = "Rename the folder") -> dict:
-    return {"model": "policy", "messages": [{"role": "user", "content": text}]}
 
 
 @pytest.fixture()
 def scripts_dir(tmp_path: Path) -> Path:
-    (tmp_path / "a.json").write_text(json.dumps({"instruction": "Rename the folder", "replies": ["R0"] * 50}))
-    return tmp_path
+    return write_long_script(tmp_path)
 
 
 def states(gw: str, headers: dict[str, str] | None = None) -> dict[str, dict]:
@@ -55,7 +47,7 @@ def test_rolling_reload_in_waves_under_load(scripts_dir: Path, method: str) -> N
                 with httpx.Client(base_url=gw, timeout=30) as c:
                     step = 0
                     while not stop.is_set():
-                        r = c.post(CHAT, json=chat(), headers={"X-Episode-Id": f"w{worker}-{step // 5}"})
+                        r = c.post(CHAT, json=plain_chat(), headers={"X-Episode-Id": f"w{worker}-{step // 5}"})
                         statuses.append(r.status_code)
                         versions.append(r.headers["X-Model-Version"])
                         step += 1
@@ -96,7 +88,7 @@ def test_request_for_the_new_version_waits_for_a_reloading_replica(scripts_dir: 
             assert httpx.post(f"{gw}/admin/reload", json={"version": "v1", "source": "/ckpt/v1"},
                               timeout=10).status_code == 202
             wait_until(lambda: states(gw)[rid(urls[0])]["reloading"], 10, "the reload to start", interval_s=0.01)
-            waited = httpx.post(f"{gw}{CHAT}", json=chat(), headers={"X-Policy-Version": "v1"}, timeout=15)
+            waited = httpx.post(f"{gw}{CHAT}", json=plain_chat(), headers={"X-Policy-Version": "v1"}, timeout=15)
             assert waited.status_code == 200 and waited.headers["X-Model-Version"] == "v1"
             assert "gateway_version_waits_total 1.0" in httpx.get(f"{gw}/metrics").text
     with policies(scripts_dir, 1, reload_ms=3000) as urls:
@@ -104,7 +96,7 @@ def test_request_for_the_new_version_waits_for_a_reloading_replica(scripts_dir: 
             wait_until(lambda: states(gw)[rid(urls[0])]["model_version"] == "v0", 10, "version known")
             httpx.post(f"{gw}/admin/reload", json={"version": "v1", "source": "/ckpt/v1"}, timeout=10)
             wait_until(lambda: states(gw)[rid(urls[0])]["reloading"], 10, "the reload to start", interval_s=0.01)
-            late = httpx.post(f"{gw}{CHAT}", json=chat(), headers={"X-Policy-Version": "v1"}, timeout=15)
+            late = httpx.post(f"{gw}{CHAT}", json=plain_chat(), headers={"X-Policy-Version": "v1"}, timeout=15)
             assert late.status_code == 503  # the only replica is drained: nothing routable within the wait
 
 
@@ -119,7 +111,7 @@ def test_failed_reload_rolls_back_or_leaves_drained(scripts_dir: Path) -> None:
             assert [p["state"] for p in result["replicas"]] == ["rolled_back", "skipped", "skipped"]
             assert "injected reload failure" in result["replicas"][0]["error"]
             assert all(s["model_version"] == "v1" and not s["draining"] for s in states(gw).values())
-            ok = httpx.post(f"{gw}{CHAT}", json=chat(), headers={"X-Policy-Version": "v1"}, timeout=10)
+            ok = httpx.post(f"{gw}{CHAT}", json=plain_chat(), headers={"X-Policy-Version": "v1"}, timeout=10)
             assert ok.status_code == 200
     with policies(scripts_dir, 2, reload_fail_versions="bad") as urls:
         with serve_app(create_gateway(settings_for(urls))) as gw:
@@ -128,7 +120,7 @@ def test_failed_reload_rolls_back_or_leaves_drained(scripts_dir: Path) -> None:
             assert [p["state"] for p in result["replicas"]] == ["left_drained", "skipped"]
             first = states(gw)[rid(urls[0])]
             assert first["draining"] and first["model_version"] == "v0"  # never re-admitted on a wrong version
-            answers = {httpx.post(f"{gw}{CHAT}", json=chat(), headers={"X-Episode-Id": f"e{i}"},
+            answers = {httpx.post(f"{gw}{CHAT}", json=plain_chat(), headers={"X-Episode-Id": f"e{i}"},
                                   timeout=10).headers["X-Replica"] for i in range(5)}
             assert answers == {rid(urls[1])}
     with serve_app(create_gateway(settings_for([]))) as gw:

@@ -3,27 +3,19 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import httpx
 import pytest
 
 from services.model_gateway.server import create_app as create_gateway
-from tests.model_gateway.helpers import policies, settings_for
+from tests.model_gateway.helpers import CHAT, plain_chat, policies, settings_for, write_long_script
 from tests.servers import serve_app
-
-CHAT = "/v1/chat/completions"
-
-
-def chat(text: str = "Rename the folder") -> dict:
-    return {"model": "policy", "messages": [{"role": "user", "content": text}]}
 
 
 @pytest.fixture()
 def scripts_dir(tmp_path: Path) -> Path:
-    (tmp_path / "a.json").write_text(json.dumps({"instruction": "Rename the folder", "replies": ["R0"] * 50}))
-    return tmp_path
+    return write_long_script(tmp_path)
 
 
 def test_runner_client_sends_versions_and_reads_vllm_token_fields(scripts_dir: Path) -> None:
@@ -50,7 +42,7 @@ def test_runner_client_sends_versions_and_reads_vllm_token_fields(scripts_dir: P
         finally:
             client.close()
         # Streaming through the gateway: the chunks arrive as the replica sent them, token fields included.
-        body = {**chat(), "stream": True, "logprobs": True, "return_token_ids": True}
+        body = {**plain_chat(), "stream": True, "logprobs": True, "return_token_ids": True}
         with httpx.stream("POST", f"{gw}{CHAT}", json=body, timeout=10) as response:
             lines = [line for line in response.iter_lines() if line.startswith("data: {")]
         chunks = [ChatCompletionStreamResponse.model_validate_json(line[6:]) for line in lines]
