@@ -30,7 +30,9 @@ TIMING_KEYS = ("total_ms", "setup_ms", "eval_ms", "model_ms", "env_ms", "action_
 class AttemptTimings:
     """The timings (ms) of one attempt, filled as it runs. `picked_at` and `first_model_at` are
     `time.monotonic()` seconds: when the worker picked the job, when the first model request was sent
-    (None until then); `startup_ms` is their difference."""
+    (None until then); `startup_ms` is their difference. `lease_wait_ms` stays None until a lease was tried
+    (a run cancelled before start), `held_ms` until an env was leased and given back (no env to lease): the
+    record then has only the timings that happened, so `common.envtime.env_split` sees no held env."""
 
     picked_at: float
     first_model_at: float | None = None
@@ -44,10 +46,10 @@ class AttemptTimings:
     settle_ms: float = 0.0
     steps_ms: float = 0.0
     publish_ms: float = 0.0
-    lease_wait_ms: float = 0.0
+    lease_wait_ms: float | None = None
     reset_ms: float = 0.0
     release_ms: float = 0.0
-    held_ms: float = 0.0
+    held_ms: float | None = None
     job_start_ms: float = 0.0
     teardown_ms: float = 0.0
 
@@ -63,7 +65,13 @@ class AttemptTimings:
         self.steps_ms += loop_ms
 
     def as_dict(self) -> dict[str, float]:
-        """The attempt's timings by `TIMING_KEYS` name (ms); `startup_ms` only once a model request was sent."""
+        """The attempt's timings by `TIMING_KEYS` name (ms): only `job_start_ms` before a lease was tried,
+        with `lease_wait_ms` when no env was leased, else every key; `startup_ms` only once a model request
+        was sent."""
+        if self.lease_wait_ms is None:
+            return {"job_start_ms": self.job_start_ms}
+        if self.held_ms is None:
+            return {"job_start_ms": self.job_start_ms, "lease_wait_ms": self.lease_wait_ms}
         timings = {key: getattr(self, key) for key in TIMING_KEYS if key != "startup_ms"}
         if self.first_model_at is not None:
             timings["startup_ms"] = (self.first_model_at - self.picked_at) * 1000.0
