@@ -32,7 +32,7 @@ bench: setup
 k8s-check: setup
 	$(PY) scripts/validate_k8s.py
 
-# docker-compose.yml on a real Docker engine (README "Docker"): installs and starts one if needed, builds the
+# docker-compose.yml on a real Docker engine (docs/docker.md): installs and starts one if needed, builds the
 # images (base images too when no registry is reachable), runs every example rollout in the containers,
 # tears it all down. Bounded in time; a second run reuses the built layers.
 compose-test: setup
@@ -42,14 +42,14 @@ compose-test: setup
 env:
 	python3 -m common.env_file .env
 
-# OSWorld audit (README "OSWorld"): every task of test_nogdrive.json that runs offline, set up and scored once
+# OSWorld audit (docs/osworld.md): every task of test_nogdrive.json that runs offline, set up and scored once
 # with a do-nothing agent on 4 desktops (stand-in files for OSWorld's downloads unless `cua-rollout cache fill`
 # fetched the real ones). Long (~30 min), so not part of `make test` (which audits one task per domain).
 OSWORLD_INDEX ?= ../shared/osworld/test_nogdrive.json
 audit: setup
 	timeout 7200 $(PY) -m services.cli audit $(OSWORLD_INDEX) --agent noop --envs 4
 
-# Chaos suite (README "Guarantees"): 500 rollouts under faults; bounded in time, exits 1 on any loss.
+# Chaos suite (docs/guarantees.md): 500 rollouts under faults; bounded in time, exits 1 on any loss.
 chaos: setup
 	timeout 2700 $(PY) -m tests.chaos
 

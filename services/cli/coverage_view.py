@@ -36,7 +36,7 @@ def missing_table(report: CoverageReport, limit: int = 40) -> Table:
 
 
 def coverage_markdown(report: CoverageReport) -> str:
-    """The per-domain table as Markdown (the README's coverage table is this, for test_all.json)."""
+    """The per-domain table as Markdown (docs/osworld.md's coverage table is this, for test_all.json)."""
     requirements = sorted({name for d in report.domains for name in d.needs})
     lines = ["| domain | tasks | runnable | offline | " + " | ".join(f"needs {r}" for r in requirements) + " |",
              "|---|---:|---:|---:|" + "---:|" * len(requirements)]

@@ -2,7 +2,7 @@
 python -m services.desktop_env.sandbox`), as root, with the sandbox spec as JSON in `CUA_SANDBOX_SPEC`
 and the server's `DESKTOP_*` settings.
 
-What the env gets (see README "Sandboxed local envs"); bubblewrap (`bwrap`) makes the namespaces:
+What the env gets (see docs/envs.md, "Sandboxed local envs"); bubblewrap (`bwrap`) makes the namespaces:
 - its own network namespace with one address of a private subnet (`netns`): its server, Chrome's
   9222 and VLC's 8080 listen there, its `localhost` is its own, and two envs never collide on a port;
 - its own mount namespace: a writable overlay over the host's filesystems, its own /tmp, /run, /dev,

@@ -1,4 +1,4 @@
-"""Env pod settings (environment variables `DESKTOP_*`, see README)."""
+"""Env pod settings (environment variables `DESKTOP_*`, see docs/settings.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Runner settings (environment variables with prefix `RUNNER_`, plus REDIS_URL; see README)."""
+"""Runner settings (environment variables with prefix `RUNNER_`, plus REDIS_URL; see docs/settings.md)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ class RunnerSettings(ServiceSettings, EventShardSettings):
     unchanged for `settle_quiet_s` after a change, or no change at all for `settle_no_change_s`, at
     most `settle_max_s` (OSWorld's fixed 2 s; 0 turns the wait off), grabbing a frame every
     `settle_interval_s`.
-    Reliability (see README "Guarantees"): runners publish while the unpersisted event stream holds
+    Reliability (see docs/guarantees.md): runners publish while the unpersisted event stream holds
     fewer than `stream_backlog_bytes` bytes (`MEMORY USAGE`; per stream with `EVENT_SHARDS` above 1,
     `common.eventshards`), waiting up to `backpressure_wait_s`;
     the end event and final record are retried through Redis errors for `finish_retry_s`; a running

@@ -1,4 +1,4 @@
-"""Producer settings (environment variables, see README)."""
+"""Producer settings (environment variables, see docs/settings.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The README documents every environment variable of every service's settings class."""
+"""The docs document every environment variable of every service's settings class; the README's quickstart is
+two commands; the README links every reference page."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from services.scripted_policy.settings import ScriptedPolicySettings
 from services.storage_sink.settings import SinkSettings
 from services.task_producer.settings import ProducerSettings
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+from tests.docs.docs_text import README, ROOT, page
 
 
 def env_names(settings: type[BaseSettings]) -> set[str]:
@@ -27,11 +28,12 @@ def env_names(settings: type[BaseSettings]) -> set[str]:
 
 
 def test_every_setting_is_documented() -> None:
+    docs = page("settings.md")
     missing = set()
     for settings in (ProducerSettings, RunnerSettings, GatewaySettings, SinkSettings, DesktopEnvSettings,
                      ScriptedPolicySettings):
-        missing |= {name for name in env_names(settings) if f"`{name}`" not in README}
-    assert not missing, f"README lacks: {sorted(missing)}"
+        missing |= {name for name in env_names(settings) if f"`{name}`" not in docs}
+    assert not missing, f"docs/settings.md lacks: {sorted(missing)}"
 
 
 def test_quickstart_is_exactly_two_commands() -> None:
@@ -44,5 +46,16 @@ def test_the_coverage_table_is_the_one_the_code_computes() -> None:
     from services.cli.coverage_view import coverage_markdown
     from services.runner.osworld.coverage import coverage
 
-    index = Path(__file__).resolve().parents[3] / "shared" / "osworld" / "test_all.json"
-    assert coverage_markdown(coverage(load_task_set(index))) in README
+    index = ROOT.parent / "shared" / "osworld" / "test_all.json"
+    assert coverage_markdown(coverage(load_task_set(index))) in page("osworld.md")
+
+
+def test_the_readme_links_every_reference_page() -> None:
+    pages = {p.name for p in (ROOT / "docs").glob("*.md")}
+    assert pages, "docs/ has no pages"
+    assert not {name for name in pages if f"(docs/{name})" not in README}, "README does not link every page of docs/"
+
+
+def test_the_readme_stays_short() -> None:
+    assert len(README.splitlines()) < 200, "the README is the front door: reference sections go to docs/"
+

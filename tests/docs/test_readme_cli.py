@@ -1,4 +1,4 @@
-"""The README's CLI parts are true: every `cua-rollout` command line in its code blocks parses as
+"""The docs' CLI parts (README and docs/) are true: every `cua-rollout` command line in its code blocks parses as
 written (the command exists, its options exist, arguments and values fit), every command and option
 is documented, and the scripted-solution example is the repository's real task and script."""
 
@@ -14,18 +14,19 @@ import typer
 
 from services.cli.main import app
 
-ROOT = Path(__file__).resolve().parents[2]
-README = (ROOT / "README.md").read_text()
+from tests.docs.docs_text import ROOT, all_docs, page
+
+DOCS = all_docs()
 CLI_CALL = re.compile(r"\.venv/bin/cua-rollout\b([^|>;&)#]*)")
 
 
 def code_blocks() -> list[str]:
-    """The text of every fenced code block of the README."""
-    return README.split("```")[1::2]
+    """The text of every fenced code block of the README and docs/."""
+    return DOCS.split("```")[1::2]
 
 
 def readme_calls() -> list[list[str]]:
-    """Arguments of every `cua-rollout ...` call in the README's code blocks (shell syntax removed)."""
+    """Arguments of every `cua-rollout ...` call in the docs' code blocks (shell syntax removed)."""
     calls = []
     for block in code_blocks():
         for line in block.replace("\\\n", " ").splitlines():
@@ -48,7 +49,7 @@ def test_every_readme_command_parses_as_written(args: list[str]) -> None:
         assert args == [] or all(a in ("--version", "--help") for a in args)
         return
     command = group.get_command(root, args[0])  # type: ignore[attr-defined]
-    assert command is not None, f"README calls unknown command {args[0]!r}"
+    assert command is not None, f"the docs call unknown command {args[0]!r}"
     command.make_context(args[0], list(args[1:]), parent=root)  # raises on unknown options or bad values
 
 
@@ -56,16 +57,16 @@ def test_every_command_and_option_is_documented() -> None:
     group = typer.main.get_command(app)
     missing = []
     for name, command in group.commands.items():  # type: ignore[attr-defined]
-        if f"`{name}" not in README:
+        if f"`{name}" not in DOCS:
             missing.append(name)
         for param in command.params:
             missing += [f"{name} {opt}" for opt in param.opts if opt.startswith("--") and opt != "--help"
-                        and f"`{opt}" not in README]
-    assert not missing, f"README lacks: {missing}"
+                        and f"`{opt}" not in DOCS]
+    assert not missing, f"the docs lack: {missing}"
 
 
 def test_the_scripted_solution_example_is_the_real_task_and_script() -> None:
-    section = README.split("## Scripted solutions", 1)[1].split("\n## ", 1)[0]
+    section = page("agents.md").split("## Scripted solutions", 1)[1].split("\n## ", 1)[0]
     blocks = [json.loads(b.removeprefix("json\n")) for b in section.split("```")[1::2] if b.startswith("json\n")]
     task = json.loads((ROOT / "examples" / "tasks" / "os" / "os-make-notes-dir.json").read_text())
     script = json.loads((ROOT / "examples" / "scripts" / "os-make-notes-dir.json").read_text())

@@ -1,6 +1,6 @@
 """Redis memory, measured on a real redis-server (issue 15, point 3): bytes per queued rollout of a
 1,000-rollout run (pipelined enqueue), bytes per in-flight step on the event stream, and the byte-based
-backpressure that bounds the stream. The README's "Guarantees" section quotes the printed figures."""
+backpressure that bounds the stream. docs/guarantees.md quotes the printed figures."""
 
 from __future__ import annotations
 

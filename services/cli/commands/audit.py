@@ -41,7 +41,7 @@ def audit_table(report: AuditReport) -> Table:
 
 
 def audit_markdown(report: AuditReport) -> str:
-    """The per-domain table as Markdown (the README's audit table)."""
+    """The per-domain table as Markdown (docs/osworld.md's audit table)."""
     lines = [f"| domain | tasks | set up | scored | {report.agent} reward > 0 | not offline |",
              "|---|---:|---:|---:|---:|---:|"]
     rows = report.per_domain()
