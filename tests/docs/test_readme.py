@@ -3,8 +3,6 @@ two commands; the README links every reference page."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from pydantic_settings import BaseSettings
 
 from services.desktop_env.settings import DesktopEnvSettings
@@ -13,7 +11,6 @@ from services.runner.settings import RunnerSettings
 from services.scripted_policy.settings import ScriptedPolicySettings
 from services.storage_sink.settings import SinkSettings
 from services.task_producer.settings import ProducerSettings
-
 from tests.docs.docs_text import README, ROOT, page
 
 

@@ -7,13 +7,11 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from pathlib import Path
 
 import pytest
 import typer
 
 from services.cli.main import app
-
 from tests.docs.docs_text import ROOT, all_docs, page
 
 DOCS = all_docs()
