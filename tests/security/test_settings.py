@@ -26,7 +26,7 @@ from tests.servers import serve_app
 
 ROOT = Path(__file__).resolve().parents[2]
 STRONG = "Zq3v-8pW1rT6yKx2mN9bH4cJ7dLs0aFe"
-SHORT = "k7#Qz9-bW2xL4mP"  # 15 characters, none well-known
+SHORT = "k7Qz9-bW2xL4mPa"  # 15 characters, none well-known
 
 
 def _start(module: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -456,8 +456,10 @@ def test_upload_file_never_sends_a_runner_file(tmp_path: Path, monkeypatch: pyte
     ctx.cache_dir.mkdir(parents=True)
     (ctx.cache_dir / "leak").symlink_to(secret)
     env = FakeEnv()
+    files = {"files": [{"local_path": local_path, "path": "/tmp/x"}]}
+    # built without validation: a job that reached the runner past the producer's check (it refuses the first two)
     with pytest.raises(SetupError, match=problem):
-        run_setup(steps(("upload_file", {"files": [{"local_path": local_path, "path": "/tmp/x"}]})), env, ctx)
+        run_setup([SetupStep.model_construct(type="upload_file", parameters=files)], env, ctx)
     assert env.files == {}
 
 
