@@ -13,7 +13,6 @@ from fastapi import Depends, Path, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from common.auth import check_token
-from common.ui_session import cookie_ok
 from common.ids import (
     FILE_NAME_MAX,
     FILE_NAME_PATTERN,
@@ -23,6 +22,7 @@ from common.ids import (
     TRAJECTORY_NAME_PATTERN,
 )
 from common.objectstore import ObjectStore, open_store
+from common.ui_session import cookie_ok
 from services.task_producer.settings import ProducerSettings
 
 #: Path parameters: ids of the shapes of `common.ids`, so none can address objects outside its run.

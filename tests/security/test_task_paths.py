@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx

@@ -190,8 +190,10 @@ def _metric_states(name: str, result: dict[str, Any], expected: dict[str, Any] |
         raise EvalError(f"metric {name!r}: a getter state names the runner file {outside[:200]!r}, outside the "
                         "rollout's work dir; a task can name env files and files its evaluation produced, never "
                         "a runner host path")
-    if ctx.evidence is not None:
-        ctx.evidence.record(name, *args, roots=roots)
+    if ctx.evidence is not None and len(args) == 2:
+        ctx.evidence.record(name, args[0], args[1], roots=roots)
+    elif ctx.evidence is not None:
+        ctx.evidence.record(name, args[0], roots=roots)
     return args
 
 

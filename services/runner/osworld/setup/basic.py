@@ -16,7 +16,6 @@ Env transport errors (`common.env_client.EnvError`) propagate unchanged, with a 
 from __future__ import annotations
 
 import shlex
-from pathlib import Path
 from typing import Any
 
 from common import url_cache
