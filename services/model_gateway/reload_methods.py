@@ -67,7 +67,8 @@ def check_source(source: str) -> str:
     category C*), no outer blanks. Raises: ValueError naming the problem."""
     bad = next((c for c in source if unicodedata.category(c).startswith("C")), None)
     if bad is not None:
-        raise ValueError(f"source contains the control or unassigned character U+{ord(bad):04X}: not a loadable path")
+        raise ValueError(f"source contains U+{ord(bad):04X}, a control, format, private-use or unassigned character: "
+                         "not a loadable path")
     if len(source) > MAX_SOURCE_CHARS or source != source.strip():
         raise ValueError(f"source must be at most {MAX_SOURCE_CHARS} characters without outer blanks")
     if not (source.startswith("/") or _SOURCE_URI.fullmatch(source) or _SOURCE_NAME.fullmatch(source)):
