@@ -27,7 +27,7 @@ from typing import Any
 
 from common.blob_keys import blob_digest, check_blob_key
 from common.events import EpisodeEvent, StepEvent
-from common.objectstore import ObjectStore
+from common.objectstore import LocalDirStore, ObjectStore
 from common.run import trajectory_prefix
 
 #: Files of a finished attempt, deleted when a newer attempt starts.
@@ -73,23 +73,31 @@ class Copy:
     The runners' credential can put any `_blobs/*` key (issue 34, point 4), so the sink never trusts a blob's
     name: it reads the bytes, checks their SHA-256 (FIPS 180-4) against the key's 64 hex digits
     (`common.blob_keys.blob_digest`), and puts the checked bytes (not a store-side copy, which could copy
-    bytes replaced after the check)."""
+    bytes replaced after the check; a local directory links the very file it checked)."""
 
     key: str
     source: str
 
     def run(self, store: ObjectStore) -> None:
-        """Get the blob, verify it, put it at `key`. Raises: MissingBlob or CorruptBlob naming both keys;
-        whatever else the store raises."""
+        """Get the blob, verify it, put it at `key` (a local directory store links the verified file instead,
+        `LocalDirStore.copy_checked`). Raises: MissingBlob or CorruptBlob naming both keys; whatever else the
+        store raises."""
         try:
+            if isinstance(store, LocalDirStore):
+                store.copy_checked(self.source, self.key, self._verify)
+                return
             data = store.get(self.source)
         except KeyError as exc:
             raise MissingBlob(f"blob {self.source} of {self.key} is not in the store") from exc
+        self._verify(data)
+        store.put(self.key, data, _content_type(self.key))
+
+    def _verify(self, data: bytes) -> None:
+        """Raises: CorruptBlob when `data` does not hash to the digest `source` names."""
         digest = hashlib.sha256(data).hexdigest()
         if digest != blob_digest(self.source):
             raise CorruptBlob(f"blob {self.source} of {self.key} holds {len(data)} bytes whose sha256 is {digest}: "
                               "its content does not match its name, so it is not copied into the trajectory")
-        store.put(self.key, data, _content_type(self.key))
 
 
 def _content_type(key: str) -> str:
