@@ -50,14 +50,14 @@ def measure(store: ObjectStore, blobs: int, kb: int, chunk: int) -> tuple[float,
     return blobs / spent["copy"], blobs / spent["verified"]
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     """Command line: `python bench/blob_verify.py [--blobs N] [--kb K] [--chunk C] [--s3]`."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--blobs", type=int, default=600)
     parser.add_argument("--kb", type=int, default=200)
     parser.add_argument("--chunk", type=int, default=50)
     parser.add_argument("--s3", action="store_true", help="also against moto's S3 server")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     payload = os.urandom(args.kb * 1024)
     began = time.perf_counter()
     for _ in range(200):
