@@ -8,6 +8,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import (  # noqa: E402
+    blob_verify,
     demo,
     env_pod,
     gateway_overhead,
@@ -27,6 +28,8 @@ if __name__ == "__main__":
     env_pod.main()
     print("\n== storage sink (raw write loop vs sink into the same local store; fills 0 / 10k / 100k objects)")
     sink.main([])
+    print("\n== the sink's verified blob copy vs a store-side copy (local directory)")
+    blob_verify.main([])
     print("\n== the runner's HTTP per step: libcurl (its client) vs urllib3 and httpx, same requests")
     runner_http.main([])
     print("\n== pipeline ceiling (null envs, zero-latency policy; 1, 2 and 4 runners per env)")

@@ -27,3 +27,9 @@ def check_blob_key(key: str) -> str:
     if not isinstance(key, str) or _BLOB_KEY.fullmatch(key) is None:
         raise ValueError(f"invalid blob key {str(key)[:120]!r}: expected {BLOB_PREFIX}/<64 hex digits>[.ext]")
     return key
+
+
+def blob_digest(key: str) -> str:
+    """The sha256 hex digest a blob key names (`_blobs/<64 hex>[.ext]` -> the 64 hex digits).
+    Raises: ValueError naming the key when it is not a blob key (`check_blob_key`)."""
+    return check_blob_key(key)[len(BLOB_PREFIX) + 1:len(BLOB_PREFIX) + 65]

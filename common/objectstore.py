@@ -12,6 +12,7 @@ import itertools
 import os
 import re
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -225,6 +226,35 @@ class LocalDirStore:
             self.put(key, src.read_bytes())
             return
         try:
+            os.replace(tmp, os.path.join(parent, name))
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+    def copy_checked(self, source: str, key: str, check: Callable[[bytes], None]) -> None:
+        """`copy` when `check(source's bytes)` returns (it raises to refuse). The source is hard-linked to a temp
+        name first and that file is read and checked: puts replace files by rename, never in place, so the
+        bytes checked are the bytes kept, whatever is put at `source` meanwhile (where links are refused, the
+        checked bytes are `put`). Raises: KeyError when `source` is missing; what `check` raises; as `copy`."""
+        src = self._path(source)
+        if not src.is_file():
+            raise KeyError(source)
+        directory, _, name = check_key(key).rpartition("/")
+        parent = str(self._inside(key, directory))
+        os.makedirs(parent, exist_ok=True)
+        tmp = os.path.join(parent, f".tmp-{os.getpid()}-{next(_TEMP_NUMBERS)}")
+        try:
+            os.link(src, tmp)
+        except FileNotFoundError as exc:
+            raise KeyError(source) from exc
+        except OSError:  # EXDEV, EPERM (no hard links here)
+            data = src.read_bytes()
+            check(data)
+            self.put(key, data)
+            return
+        try:
+            check(Path(tmp).read_bytes())
             os.replace(tmp, os.path.join(parent, name))
         except BaseException:
             with contextlib.suppress(OSError):

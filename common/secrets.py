@@ -9,8 +9,14 @@ they are not, and they require real secrets (compose `${VAR:?}`, Kubernetes `sec
 
 Outside local mode a service refuses to start (its settings raise a ValueError naming the variable) when a
 secret is one of `WELL_KNOWN_SECRETS` (e.g. `minioadmin`, `changeme`, `dev-token`; compared without case and
-blanks), or empty where a token is required (`PRODUCER_API_TOKEN`, `GATEWAY_ADMIN_TOKEN`, `GATEWAY_API_KEYS`,
-the `S3_*` keys of an `s3://` store).
+blanks), shorter than `MIN_SECRET_CHARS` (16 characters: 128 bits would need more than 8 bits a character, so
+no printable secret carries 128 bits in fewer) or made of fewer than `MIN_DISTINCT_CHARS` distinct characters
+(`aaaa...`), or empty where a token is required (`PRODUCER_API_TOKEN`, `GATEWAY_ADMIN_TOKEN`, `GATEWAY_API_KEYS`,
+the `S3_*` keys of an `s3://` store). Every secret setting is checked when set: the tokens and keys above, the
+gateway's `GATEWAY_REPLICA_API_KEY`, the runner's keys, and the password inside `REDIS_URL`
+(`redis://[user]:password@host`, `redis_secrets`). An access key or user name (`*_ACCESS_KEY`, `*-user`) is
+an identifier, not a secret: it is refused only when well-known (`S3_ACCESS_KEY=minioadmin`), never for its
+length.
 """
 
 from __future__ import annotations
@@ -34,6 +40,10 @@ WELL_KNOWN_SECRETS = frozenset({
     "password", "admin", "empty", "none", "null", "default", "12345678", "letmein", "your-token",
     "your-api-key", "sk-xxx",
 })
+#: Shortest secret accepted outside local mode, characters (issue 34, point 5).
+MIN_SECRET_CHARS = 16
+#: Fewest distinct characters in a secret accepted outside local mode (refuses `aaaaaaaaaaaaaaaa`).
+MIN_DISTINCT_CHARS = 5
 
 
 def is_loopback(address: str) -> bool:
@@ -68,10 +78,25 @@ def is_well_known(secret: str) -> bool:
     return secret.strip().lower() in WELL_KNOWN_SECRETS
 
 
+def is_identifier(name: str) -> bool:
+    """True for a setting that names who, not a secret: an access key id or a user name (`S3_ACCESS_KEY`,
+    `cua-s3/access-key`, `root-user`): checked against the well-known list only, not for length."""
+    normal = name.lower().replace("-", "_")
+    return normal.endswith(("access_key", "_user", "/user", "username"))
+
+
+def too_short(secret: str) -> bool:
+    """True when `secret` is shorter than `MIN_SECRET_CHARS` or has fewer than `MIN_DISTINCT_CHARS` distinct
+    characters (blanks around it ignored)."""
+    text = secret.strip()
+    return len(text) < MIN_SECRET_CHARS or len(set(text)) < MIN_DISTINCT_CHARS
+
+
 def weak_secret_problems(secrets: Mapping[str, Token], required: Iterable[str] = ()) -> list[str]:
-    """For each variable of `secrets` (name -> value) holding a well-known secret, or empty while named in
-    `required`: one line naming the variable and the problem. A variable holding comma-separated keys
-    (`GATEWAY_API_KEYS`) is checked key by key. Values are never quoted."""
+    """For each variable of `secrets` (name -> value) holding a well-known secret, a secret too short to guess
+    (`too_short`; not for identifiers, `is_identifier`), or empty while named in `required`: one line naming
+    the variable and the problem. A variable holding comma-separated keys (`GATEWAY_API_KEYS`) is checked key by
+    key. Values are never quoted."""
     must = set(required)
     problems = []
     for name, value in secrets.items():
@@ -80,7 +105,23 @@ def weak_secret_problems(secrets: Mapping[str, Token], required: Iterable[str] =
             problems.append(f"{name} is empty but required")
         elif any(is_well_known(key) for key in keys):
             problems.append(f"{name} is a well-known default secret")
+        elif not is_identifier(name) and any(too_short(key) for key in keys):
+            problems.append(f"{name} is too short to be a secret (at least {MIN_SECRET_CHARS} characters, "
+                            f"{MIN_DISTINCT_CHARS} of them distinct)")
     return problems
+
+
+def redis_secrets(redis_url: str) -> tuple[dict[str, str], dict[str, Token]]:
+    """For `check_service_secrets`: (`REDIS_URL` -> its address, `REDIS_URL password` -> the password) when
+    `redis_url` carries a password (`redis://[user]:password@host:port/db`), else two empty dicts (no secret is
+    sent to Redis)."""
+    try:
+        password = urlsplit(redis_url).password
+    except ValueError:  # an unparseable URL: redis-py refuses it at connect time, with its own message
+        return {}, {}
+    if not password:
+        return {}, {}
+    return {"REDIS_URL": redis_url.rpartition("@")[2]}, {"REDIS_URL password": password}
 
 
 def refuse_weak_secrets(service: str, local: bool, secrets: Mapping[str, Token], required: Iterable[str] = (),

@@ -10,9 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from common.ids import TASK_ID_MAX, TASK_ID_PATTERN
+from common.task_paths import getter_problems, setup_step_problems
 
 
 class SetupStep(BaseModel):
@@ -22,6 +23,15 @@ class SetupStep(BaseModel):
 
     type: str = Field(min_length=1)
     parameters: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _no_runner_path(self) -> SetupStep:
+        """An `upload_file` `local_path` names a file of the runners' URL cache, never a runner host path
+        (`common.task_paths`). Raises: ValueError naming the field."""
+        problems = setup_step_problems(self.type, self.parameters)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
 
 
 class EvaluatorConfig(BaseModel):
@@ -45,6 +55,15 @@ class EvaluatorConfig(BaseModel):
         if value not in ("and", "or"):
             raise ValueError(f"conj must be 'and' or 'or', got {value!r}")
         return value
+
+    @model_validator(mode="after")
+    def _no_runner_path(self) -> EvaluatorConfig:
+        """A `cache_file` getter's `path` names a file of the URL cache or the rollout's work dir, never a runner
+        host path (`common.task_paths`). Raises: ValueError naming the field."""
+        problems = getter_problems("result", self.result) + getter_problems("expected", self.expected)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
 
 
 class OSWorldTask(BaseModel):

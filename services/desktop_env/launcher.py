@@ -5,9 +5,11 @@ Each env gets its own free X display and its own home under `root_dir/env-{i}/ho
 
 Sandboxed (when root and bubblewrap can make namespaces here; see `sandbox`): each env runs in its
 own network, mount, PID and IPC namespace as user `user`, its server at `http://<its own
-address>:5000`, `root_dir/env-{i}/home` bound at its real `/home/user`. Otherwise (not root, or
-`sandbox=False`): `python -m services.desktop_env` as the invoking user on a free port of `host`,
-`/home/user` rewritten to the env's home (`homemap`), with one warning naming what is not isolated.
+address>:5000`, `root_dir/env-{i}/home` bound at its real `/home/user`. Otherwise, only when explicitly
+allowed (`sandbox=False`, or `CUA_ALLOW_UNSANDBOXED=1`): `python -m services.desktop_env` as the invoking user
+on a free port of `host`, `/home/user` rewritten to the env's home (`homemap`), with one warning naming what is
+not isolated. A sandbox that cannot start is never silently skipped (issue 34, point 5): model output runs as
+code in the env, and unsandboxed it runs as this user, next to the runner's files and keys.
 """
 
 from __future__ import annotations
@@ -31,10 +33,17 @@ log = logging.getLogger(__name__)
 
 _DISPLAY_RANGE = (100, 1000)
 _START_ATTEMPTS = 3
+#: `1`/`true`: the launcher may fall back to unsandboxed envs when bubblewrap cannot start here (default: refuse).
+ALLOW_UNSANDBOXED_ENV = "CUA_ALLOW_UNSANDBOXED"
 _NOT_ISOLATED = ("desktop envs are NOT sandboxed ({reason}): they run as this user on the host's filesystem, "
                  "processes and network, so a task's `sudo`, package installs or `rm -rf /tmp/*` change this "
                  "machine and the other envs, apps' ports (Chrome 9222, VLC 8080) collide between envs, and "
                  "/home/user is emulated by rewriting paths")
+
+
+def unsandboxed_allowed() -> bool:
+    """True when `CUA_ALLOW_UNSANDBOXED` is `1`, `true` or `yes` (any case)."""
+    return os.environ.get(ALLOW_UNSANDBOXED_ENV, "").strip().lower() in ("1", "true", "yes")
 
 
 @dataclass
@@ -52,8 +61,9 @@ class LocalEnvLauncher:
 
     `base_display`: first display number to try (default: spread by pid, so concurrent launchers
     rarely collide; a taken display is skipped and a start that loses a race is retried).
-    `sandbox`: True = sandboxed or RuntimeError; False = never; None (default) = when possible,
-    else the unsandboxed fallback with a warning. `sandbox_subnet`: private IPv4 subnet the envs'
+    `sandbox`: True = sandboxed or RuntimeError; False = never (explicitly unsandboxed); None (default) = when
+    possible, else RuntimeError naming why, unless `CUA_ALLOW_UNSANDBOXED=1` allows the unsandboxed fallback
+    (with a warning). `sandbox_subnet`: private IPv4 subnet the envs'
     addresses come from (one /30 per env); `sandbox_size`: tmpfs size of each env's writable layers.
     `host`: listen address of unsandboxed envs. Use as a context manager, or `start()` / `stop()`.
     """
@@ -112,6 +122,10 @@ class LocalEnvLauncher:
         if self.sandbox_requested:
             raise RuntimeError(f"sandboxed desktop envs were requested but cannot run here: {reason}")
         if self.sandbox_requested is None:
+            if not unsandboxed_allowed():
+                raise RuntimeError(f"desktop envs cannot be sandboxed here ({reason}) and will not run unsandboxed: "
+                                   f"run as root with bubblewrap, or set {ALLOW_UNSANDBOXED_ENV}=1 to run them as "
+                                   "this user on this machine (model output then runs as code next to your files)")
             log.warning(_NOT_ISOLATED.format(reason=reason))
         self.sandboxed = False
 

@@ -4,6 +4,10 @@ A 200 within the timeout counts as a probe success (see `ReplicaPool.record_succ
 breaker past its cooldown to half-open and closes a half-open one); a connect error, timeout or non-200 is a
 failure. A replica that sends `X-Model-Version` on its health response (the scripted policy does) has its
 version recorded, so requests that ask for a version can be routed before its first completion.
+
+Readiness (`readiness`, the gateway's `GET /healthz`, its Kubernetes readiness probe and compose healthcheck):
+ready while at least one replica can serve (not draining, breaker not open); at zero the gateway says so with
+a 503 naming the count, so no load balancer sends it work that can only wait (issue 34, point 6).
 """
 
 from __future__ import annotations
@@ -17,6 +21,23 @@ from services.model_gateway.discovery import ReplicaDiscovery
 from services.model_gateway.replicas import ReplicaPool
 
 log = logging.getLogger(__name__)
+
+
+class NotReady(RuntimeError):
+    """No replica can serve: `/healthz` answers 503 with this message."""
+
+
+def readiness(pool: ReplicaPool) -> dict[str, object]:
+    """`{"replicas": n, "routable": m}` (routable now; a half-open replica whose one trial is in flight is not)
+    when at least one replica can serve (not draining, breaker not open).
+    Raises: NotReady naming how many replicas there are and why none serves."""
+    replicas = pool.list_replicas()
+    serving = [r for r in replicas if not r.draining and r.healthy]
+    if not serving:
+        draining = sum(1 for r in replicas if r.draining)
+        raise NotReady(f"not ready: 0 of {len(replicas)} replicas routable ({draining} draining, "
+                       f"{sum(1 for r in replicas if not r.healthy)} with an open breaker)")
+    return {"replicas": len(replicas), "routable": len(pool.routable())}
 
 
 async def check_once(pool: ReplicaPool, client: httpx.AsyncClient, timeout_s: float) -> None:

@@ -2,6 +2,9 @@
 
 `ReloadManager.start()` runs one reload at a time as a background task. Replicas go in waves of
 `max_unavailable`; for each replica of a wave (concurrently):
+0. guard: a replica is drained only while another replica of the pool can serve (not draining, breaker not
+   open), waited for up to `drain_timeout_s`, else it fails undrained: a reload never leaves zero routable
+   replicas while another could serve (a pool of one is reloaded anyway: nothing else could serve);
 1. drain: no new request goes there (pinned episodes migrate at their next step); wait until its in-flight
    requests finish (`drain_timeout_s`; on timeout the replica is re-admitted unchanged and the reload fails);
 2. reload through the method (`reload_methods`), bounded by `reload_timeout_s`;
@@ -82,13 +85,16 @@ class ReloadManager:
 
     def start(self, request: ReloadRequest) -> ReloadStatus:
         """Start a reload in the background; returns its initial status. Raises: ReloadBusy, ValueError
-        when there is no replica."""
+        when there is no replica or the method cannot run (`ReloadMethod.problem`), before any replica drains."""
         if self.running:
             raise ReloadBusy("a reload is already running (see GET /admin/reload)")
         replicas = self.pool.list_replicas()
         if not replicas:
             raise ValueError("the gateway has no replica to reload")
         method = request.method or self.default_method
+        problem = self.methods(method).problem()
+        if problem:
+            raise ValueError(problem)
         waves = [replicas[i:i + request.max_unavailable] for i in range(0, len(replicas), request.max_unavailable)]
         self.status = ReloadStatus(version=request.version, source=request.source, method=method,
                                    max_unavailable=request.max_unavailable,
@@ -138,7 +144,13 @@ class ReloadManager:
         """Drain, reload, check, confirm, re-admit one replica; True on success."""
         progress.started_at = time.time()
         was_draining = replica.draining
-        replica.draining = True
+        if not was_draining and not await self._another_serves(replica, request.drain_timeout_s):
+            progress.state, progress.error = "failed", (
+                f"no other replica could serve within {request.drain_timeout_s}s, and draining this one would "
+                "leave none routable; not drained")
+            progress.ended_at = time.time()
+            return False
+        replica.draining = True  # no await since the check: a replica of the same wave sees this one draining
         try:
             progress.state = "draining"
             if not await self._drained(replica, request.drain_timeout_s):
@@ -199,6 +211,19 @@ class ReloadManager:
         self.pool.set_version(replica, previous.version)
         replica.draining = False
         progress.state = "rolled_back"
+
+    async def _another_serves(self, replica: Replica, timeout_s: float) -> bool:
+        """True once another replica of the pool can serve (not draining, breaker not open), polled every
+        20 ms up to `timeout_s`, or at once when `replica` is the pool's only one (nothing else could serve
+        while it reloads). False on timeout: draining `replica` would leave zero routable replicas."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            others = [r for r in self.pool.list_replicas() if r.id != replica.id]
+            if not others or any(not r.draining and r.healthy for r in others):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(0.02)
 
     async def _drained(self, replica: Replica, timeout_s: float) -> bool:
         deadline = time.monotonic() + timeout_s

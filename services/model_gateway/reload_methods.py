@@ -26,10 +26,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
+import unicodedata
 from typing import Literal, Protocol
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from services.model_gateway.replicas import Replica
 
@@ -40,8 +42,44 @@ class ReloadError(RuntimeError):
     """A reload step failed on one replica."""
 
 
+#: A policy version travels in the `X-Model-Version` header (RFC 9110 field value): visible ASCII, inner spaces.
+_VERSION = re.compile(r"[!-~]+( [!-~]+)*")
+#: A weights source: an absolute path, a URI (`scheme://...`), or a relative name / hub id (`org/model`).
+_SOURCE_URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S+")
+_SOURCE_NAME = re.compile(r"[A-Za-z0-9._@+:=-]+(/[A-Za-z0-9._@+:=-]+)*")
+#: Longest source accepted (PATH_MAX), characters.
+MAX_SOURCE_CHARS = 4096
+
+
+def check_version(version: str) -> str:
+    """`version` when it can travel as an HTTP header value (`X-Model-Version`: visible ASCII, single inner
+    spaces, no control character). Raises: ValueError naming the problem."""
+    if not _VERSION.fullmatch(version):
+        raise ValueError(f"version {version[:80]!r} cannot travel as an HTTP header (X-Model-Version): use visible "
+                         "ASCII (letters, digits, punctuation), no control or non-ASCII character, no outer blanks")
+    return version
+
+
+def check_source(source: str) -> str:
+    """`source` when it is loadable by a reload method: an absolute path (any printable characters), a URI
+    `scheme://...` or a relative name / hub id of ASCII letters, digits and `._@+:=-` separated by `/`; at
+    most `MAX_SOURCE_CHARS`, no control, format, surrogate, private-use or unassigned character (Unicode
+    category C*), no outer blanks. Raises: ValueError naming the problem."""
+    bad = next((c for c in source if unicodedata.category(c).startswith("C")), None)
+    if bad is not None:
+        raise ValueError(f"source contains U+{ord(bad):04X}, a control, format, private-use or unassigned character: "
+                         "not a loadable path")
+    if len(source) > MAX_SOURCE_CHARS or source != source.strip():
+        raise ValueError(f"source must be at most {MAX_SOURCE_CHARS} characters without outer blanks")
+    if not (source.startswith("/") or _SOURCE_URI.fullmatch(source) or _SOURCE_NAME.fullmatch(source)):
+        raise ValueError(f"source {source[:80]!r} is not loadable: expected an absolute path, a URI (scheme://...) "
+                         "or a relative name / hub id of ASCII letters, digits and ._@+:=- separated by /")
+    return source
+
+
 class ReloadRequest(BaseModel):
-    """`POST /admin/reload` body."""
+    """`POST /admin/reload` body. `version` must travel as a header and `source` be loadable (`check_version`,
+    `check_source`): anything else is a 422 before any replica drains (issue 34, point 6)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -54,6 +92,16 @@ class ReloadRequest(BaseModel):
     reload_timeout_s: float = Field(default=600.0, gt=0, description="one replica's reload call (s)")
     health_timeout_s: float = Field(default=300.0, gt=0, description="healthy again after reload (s)")
 
+    @field_validator("version")
+    @classmethod
+    def _header_safe(cls, value: str) -> str:
+        return check_version(value)
+
+    @field_validator("source")
+    @classmethod
+    def _loadable(cls, value: str) -> str:
+        return check_source(value)
+
 
 class ReloadMethod(Protocol):
     """One way to put new weights on a replica."""
@@ -63,6 +111,9 @@ class ReloadMethod(Protocol):
 
     async def serves(self, client: httpx.AsyncClient, replica: Replica, request: ReloadRequest) -> bool:
         """True when the replica now serves `request.version`."""
+
+    def problem(self) -> str | None:
+        """Why this method cannot run at all (checked before any replica drains), or None."""
 
 
 async def _post(client: httpx.AsyncClient, url: str, what: str, timeout_s: float, **kwargs: object) -> httpx.Response:
@@ -98,6 +149,10 @@ async def header_version_matches(client: httpx.AsyncClient, replica: Replica, ve
 class VllmLoraMethod:
     """vLLM runtime LoRA unload + load (see the module docstring)."""
 
+    def problem(self) -> str | None:
+        """None: needs nothing but the replica."""
+        return None
+
     async def reload(self, client: httpx.AsyncClient, replica: Replica, request: ReloadRequest) -> None:
         """Unload the adapter (ignoring 'not loaded'), load it from `source`. Raises: ReloadError."""
         name = request.lora_name
@@ -128,6 +183,10 @@ class VllmLoraMethod:
 class VllmSleepMethod:
     """vLLM sleep level 2, wake weights, `reload_weights` from `source`, wake KV cache."""
 
+    def problem(self) -> str | None:
+        """None: needs nothing but the replica."""
+        return None
+
     async def reload(self, client: httpx.AsyncClient, replica: Replica, request: ReloadRequest) -> None:
         """The four calls of the module docstring, then `is_sleeping` must be false. Raises: ReloadError."""
         timeout = request.reload_timeout_s
@@ -156,6 +215,10 @@ class CommandMethod:
 
     def __init__(self, command: str) -> None:
         self.command = command
+
+    def problem(self) -> str | None:
+        """Set when `GATEWAY_RELOAD_COMMAND` is empty."""
+        return None if self.command else "method 'command' needs GATEWAY_RELOAD_COMMAND (it is empty)"
 
     async def reload(self, client: httpx.AsyncClient, replica: Replica, request: ReloadRequest) -> None:
         """`sh -c <command>` with the reload's env; bounded by `reload_timeout_s`. Raises: ReloadError."""

@@ -26,7 +26,7 @@ from common.service import add_health_and_metrics
 from services.model_gateway import admin, proxy, sessions
 from services.model_gateway.discovery import ReplicaDiscovery
 from services.model_gateway.forwarding import RequestRejected
-from services.model_gateway.health import health_loop
+from services.model_gateway.health import health_loop, readiness
 from services.model_gateway.reload import ReloadManager
 from services.model_gateway.reload_methods import make_method
 from services.model_gateway.replicas import ReplicaPool
@@ -115,9 +115,7 @@ def create_app(settings: GatewaySettings | None = None, resolver: Resolver = res
 
     app = FastAPI(title="cua-rollout model gateway", lifespan=lifespan)
     app.state.gateway = state
-    add_health_and_metrics(app, check=lambda: {"replicas": len(state.pool.replicas),
-                                               "routable": len(state.pool.routable())},
-                           registry=state.registry)
+    add_health_and_metrics(app, check=lambda: readiness(state.pool), registry=state.registry)
     app.include_router(proxy.router)
     app.include_router(admin.router)
     app.include_router(sessions.router)

@@ -14,7 +14,7 @@ from pydantic_settings import SettingsConfigDict
 
 from common.auth import reveal
 from common.ids import RUN_ID_MAX, RUN_ID_PATTERN
-from common.secrets import check_service_secrets
+from common.secrets import check_service_secrets, redis_secrets
 from common.settings import ServiceSettings, comma_list
 
 
@@ -72,7 +72,9 @@ class GatewaySettings(ServiceSettings):
 
     @model_validator(mode="after")
     def _no_weak_secrets(self) -> GatewaySettings:
-        check_service_secrets("gateway", self.local_mode, {"GATEWAY_HOST": self.host},
-                              {"GATEWAY_ADMIN_TOKEN": self.admin_token, "GATEWAY_API_KEYS": self.api_keys},
+        redis_address, redis_password = redis_secrets(self.redis_url)
+        check_service_secrets("gateway", self.local_mode, {"GATEWAY_HOST": self.host, **redis_address},
+                              {"GATEWAY_ADMIN_TOKEN": self.admin_token, "GATEWAY_API_KEYS": self.api_keys,
+                               "GATEWAY_REPLICA_API_KEY": self.replica_api_key, **redis_password},
                               required=["GATEWAY_ADMIN_TOKEN", "GATEWAY_API_KEYS"])
         return self

@@ -12,7 +12,7 @@ from pydantic_settings import SettingsConfigDict
 
 from common.envprotocol import parse_flavor
 from common.eventshards import EventShardSettings
-from common.secrets import check_service_secrets
+from common.secrets import check_service_secrets, redis_secrets
 from common.settings import ServiceSettings, comma_list
 from services.runner.settle import SettleConfig
 
@@ -197,8 +197,9 @@ class RunnerSettings(ServiceSettings, EventShardSettings):
 
     @model_validator(mode="after")
     def _no_weak_secrets(self) -> RunnerSettings:
-        check_service_secrets("runner", self.local_mode, {"RUNNER_GATEWAY_URL": self.gateway_url},
-                              {"RUNNER_GATEWAY_API_KEY": self.gateway_api_key})
+        redis_address, redis_password = redis_secrets(self.redis_url)
+        check_service_secrets("runner", self.local_mode, {"RUNNER_GATEWAY_URL": self.gateway_url, **redis_address},
+                              {"RUNNER_GATEWAY_API_KEY": self.gateway_api_key, **redis_password})
         return self
 
     @property

@@ -8,7 +8,8 @@ entries in stream order, its manifest only after every entry before it (`batch.p
 under its Redis lock (`locks.BatchLocks`). An entry that cannot be decoded, or whose write failed
 `max_deliveries` times while the store was otherwise healthy, is dead-lettered (`dead_letters.py`). A
 step whose blob is missing from the store (`writer.MissingBlob`) fails like any write while the store
-is healthy: retried, then dead-lettered.
+is healthy: retried, then dead-lettered; one whose blob's content does not match its name (`writer.CorruptBlob`)
+is dead-lettered at once (its step record kept there, the blob never copied into the trajectory).
 
 While the store is down (a write fails and `ObjectStore.healthy()` is false) nothing is dead-lettered:
 the consumer backs off (`outage.rounds_until_written`) and retries its own pending entries first, so an
@@ -36,7 +37,7 @@ from services.storage_sink.locks import BatchLocks
 from services.storage_sink.outage import rounds_until_written
 from services.storage_sink.settings import SinkSettings
 from services.storage_sink.stream_group import Entries, StreamGroup, in_stream_order
-from services.storage_sink.writer import TrajectoryWriter
+from services.storage_sink.writer import CorruptBlob, TrajectoryWriter
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +92,9 @@ class SinkConsumer:
             self.outage = True
             log.warning("object store down, write of %s left pending: %r", entry.entry_id, exc)
             return False
+        if isinstance(exc, CorruptBlob):  # its content will not change by retrying: kept aside at once
+            self._dead_letter(entry.entry_id, entry.fields, f"not written: {exc}")
+            return True
         if self.group.deliveries(entry.entry_id) >= self.settings.max_deliveries:
             self._dead_letter(entry.entry_id, entry.fields,
                               f"write failed {self.settings.max_deliveries} times: {exc!r}")

@@ -9,7 +9,7 @@ from pydantic import Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from common.eventshards import EventShardSettings, parse_shards
-from common.secrets import check_service_secrets
+from common.secrets import check_service_secrets, redis_secrets
 from common.settings import ObjectStoreSettings, ServiceSettings
 
 
@@ -51,5 +51,7 @@ class SinkSettings(ServiceSettings, ObjectStoreSettings, EventShardSettings):
     @model_validator(mode="after")
     def _no_weak_secrets(self) -> SinkSettings:
         addresses, secrets = self.store_secrets()  # `S3_*` of an s3:// store (`common.secrets`)
-        check_service_secrets("sink", self.local_mode, addresses, secrets, required=secrets)
+        redis_address, redis_password = redis_secrets(self.redis_url)
+        check_service_secrets("sink", self.local_mode, {**addresses, **redis_address}, {**secrets, **redis_password},
+                              required=secrets)
         return self

@@ -19,14 +19,15 @@ the puts of several steps in parallel (services/storage_sink/batch.py).
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from common.blob_keys import check_blob_key
+from common.blob_keys import blob_digest, check_blob_key
 from common.events import EpisodeEvent, StepEvent
-from common.objectstore import ObjectStore
+from common.objectstore import LocalDirStore, ObjectStore
 from common.run import trajectory_prefix
 
 #: Files of a finished attempt, deleted when a newer attempt starts.
@@ -60,19 +61,52 @@ class MissingBlob(LookupError):
     """A step file's blob is not in the store (never put, or deleted): the entry cannot be written."""
 
 
+class CorruptBlob(ValueError):
+    """A blob's bytes do not hash to the sha256 its key names (overwritten by another holder of the runners'
+    put-only key, or damaged): they never enter a trajectory; the entry fails (retried, then dead-lettered)."""
+
+
 @dataclass(frozen=True)
 class Copy:
-    """One object to write from a blob the runner put (`common.blobs`): `key` gets the bytes of `source`."""
+    """One object to write from a blob the runner put (`common.blobs`): `key` gets the bytes of `source`.
+
+    The runners' credential can put any `_blobs/*` key (issue 34, point 4), so the sink never trusts a blob's
+    name: it reads the bytes, checks their SHA-256 (FIPS 180-4) against the key's 64 hex digits
+    (`common.blob_keys.blob_digest`), and puts the checked bytes (not a store-side copy, which could copy
+    bytes replaced after the check; a local directory links the very file it checked)."""
 
     key: str
     source: str
 
     def run(self, store: ObjectStore) -> None:
-        """`store.copy` the blob. Raises: MissingBlob naming both keys; whatever else the store raises."""
+        """Get the blob, verify it, put it at `key` (a local directory store links the verified file instead,
+        `LocalDirStore.copy_checked`). Raises: MissingBlob or CorruptBlob naming both keys; whatever else the
+        store raises."""
         try:
-            store.copy(self.source, self.key)
+            if isinstance(store, LocalDirStore):
+                store.copy_checked(self.source, self.key, self._verify)
+                return
+            data = store.get(self.source)
         except KeyError as exc:
             raise MissingBlob(f"blob {self.source} of {self.key} is not in the store") from exc
+        self._verify(data)
+        store.put(self.key, data, _content_type(self.key))
+
+    def _verify(self, data: bytes) -> None:
+        """Raises: CorruptBlob when `data` does not hash to the digest `source` names."""
+        digest = hashlib.sha256(data).hexdigest()
+        if digest != blob_digest(self.source):
+            raise CorruptBlob(f"blob {self.source} of {self.key} holds {len(data)} bytes whose sha256 is {digest}: "
+                              "its content does not match its name, so it is not copied into the trajectory")
+
+
+def _content_type(key: str) -> str:
+    """Content type of a trajectory file written from a blob, by its extension."""
+    if key.endswith(".json"):
+        return "application/json"
+    if key.endswith((".png", ".jpg", ".jpeg", ".webp", ".gif")):
+        return _media_type(key)
+    return "application/octet-stream"
 
 
 Write = Put | Copy

@@ -22,6 +22,7 @@ from common.ids import (
     TRAJECTORY_NAME_PATTERN,
 )
 from common.objectstore import ObjectStore, open_store
+from common.ui_session import cookie_ok
 from services.task_producer.settings import ProducerSettings
 
 #: Path parameters: ids of the shapes of `common.ids`, so none can address objects outside its run.
@@ -53,12 +54,15 @@ def get_store(request: Request) -> ObjectStore:
 
 
 BEARER = HTTPBearer(auto_error=False, description="`Authorization: Bearer <PRODUCER_API_TOKEN>`")
-#: The dashboard's cookie: a browser cannot send a bearer header, so `/ui/login` stores the token here.
+#: The dashboard's cookie: a browser cannot send a bearer header, so `/ui/login` sets a session here (never the
+#: token: `common.ui_session`).
 UI_COOKIE = "cua_token"
 
 
 def require_token(request: Request, credentials: HTTPAuthorizationCredentials | None = Depends(BEARER)) -> None:
     """Every `/v1` and `/ui` route: `Authorization: Bearer <PRODUCER_API_TOKEN>`, or the dashboard's
     cookie (`UI_COOKIE`); open when the token is not set. Raises: HTTPException(401)."""
-    sent = credentials.credentials if credentials else request.cookies.get(UI_COOKIE)
-    check_token(sent, get_settings(request).api_token, "PRODUCER_API_TOKEN")
+    token = get_settings(request).api_token
+    if credentials is None and cookie_ok(request.cookies.get(UI_COOKIE), token):  # `common.ui_session`
+        return
+    check_token(credentials.credentials if credentials else None, token, "PRODUCER_API_TOKEN")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import SettingsConfigDict
 
-from common.secrets import check_service_secrets
+from common.secrets import check_service_secrets, redis_secrets
 from common.settings import ObjectStoreSettings, ServiceSettings
 
 
@@ -43,9 +43,10 @@ class ProducerSettings(ServiceSettings, ObjectStoreSettings):
     @model_validator(mode="after")
     def _no_weak_secrets(self) -> ProducerSettings:
         store_addresses, store_secrets = self.store_secrets()
+        redis_address, redis_password = redis_secrets(self.redis_url)
         check_service_secrets(
-            "producer", self.local_mode, {"PRODUCER_HOST": self.host, **store_addresses},
+            "producer", self.local_mode, {"PRODUCER_HOST": self.host, **store_addresses, **redis_address},
             {"PRODUCER_API_TOKEN": self.api_token, "PRODUCER_GATEWAY_ADMIN_TOKEN": self.gateway_admin_token,
-             **store_secrets},
+             **store_secrets, **redis_password},
             required=["PRODUCER_API_TOKEN", *store_secrets])
         return self

@@ -121,3 +121,23 @@ def test_get_in_a_written_directory_refuses_what_the_full_check_refuses(tmp_path
     os.symlink(outside, trajectory)  # planted in place of the written directory
     with pytest.raises(ValueError, match="outside the store"):
         store.get("run1/t_0/secret")
+
+
+def test_copy_checked_keeps_the_bytes_it_checked_and_nothing_when_refused(tmp_path: Path) -> None:
+    store = LocalDirStore(tmp_path)
+    store.put("_blobs/a.png", b"honest")
+    seen: list[bytes] = []
+
+    def check(data: bytes) -> None:
+        seen.append(data)
+        store.put("_blobs/a.png", b"swapped after the check")  # a put meanwhile replaces the file, not its bytes
+        if data != b"honest":
+            raise ValueError("does not match")
+
+    store.copy_checked("_blobs/a.png", "run/t_0/image_0000.png", check)
+    assert seen == [b"honest"] and store.get("run/t_0/image_0000.png") == b"honest"
+    with pytest.raises(ValueError, match="does not match"):
+        store.copy_checked("_blobs/a.png", "run/t_0/image_0001.png", check)
+    assert os.listdir(tmp_path / "run" / "t_0") == ["image_0000.png"]  # no key, no temp file left
+    with pytest.raises(KeyError):
+        store.copy_checked("_blobs/missing.png", "run/t_0/image_0002.png", check)

@@ -14,7 +14,7 @@ import yaml
 from pydantic import SecretStr, ValidationError
 
 from common.env_file import write_env_file
-from common.secrets import is_loopback, is_well_known, local_mode, weak_secret_problems
+from common.secrets import is_loopback, is_well_known, local_mode, redis_secrets, weak_secret_problems
 from common.settings import ObjectStoreSettings
 from services.model_gateway.settings import GatewaySettings
 from services.runner.settings import RunnerSettings
@@ -121,3 +121,25 @@ def test_deployments_secrets_pass(tmp_path: Path) -> None:
     literals = {f"{s['name']}/{item.split('=', 1)[0]}": item.split("=", 1)[1]
                 for s in overlay["secretGenerator"] for item in s.get("literals", [])}
     assert len(literals) >= 5 and weak_secret_problems(literals) == []
+
+
+def test_short_and_repetitive_secrets_are_refused_identifiers_only_when_well_known() -> None:
+    problems = weak_secret_problems({"A_TOKEN": "x" * 15 + "y", "B_TOKEN": "abcdabcdabcdabcd", "C_KEYS": f"{STRONG},k",
+                                     "S3_ACCESS_KEY": "cua", "cua-s3/access-key": "minioadmin", "D": STRONG[:16]})
+    assert problems == [
+        "A_TOKEN is too short to be a secret (at least 16 characters, 5 of them distinct)",
+        "B_TOKEN is too short to be a secret (at least 16 characters, 5 of them distinct)",
+        "C_KEYS is too short to be a secret (at least 16 characters, 5 of them distinct)",
+        "cua-s3/access-key is a well-known default secret"]
+
+
+def test_the_redis_password_and_the_replica_key_are_checked() -> None:
+    assert redis_secrets("redis://127.0.0.1:6379/0") == ({}, {})
+    assert redis_secrets(f"redis://runner:{STRONG}@redis:6379/0") == ({"REDIS_URL": "redis:6379/0"},
+                                                                     {"REDIS_URL password": STRONG})
+    _refused(GatewaySettings, "GATEWAY_REPLICA_API_KEY", host="0.0.0.0", admin_token=STRONG, api_keys=STRONG,
+             replica_api_key="short-key")
+    message = _refused(SinkSettings, "REDIS_URL password", redis_url="redis://:pw-of-14-chars@redis:6379/0")
+    assert "REDIS_URL is 'redis:6379/0', not a loopback address" in message and "pw-of-14" not in message
+    assert SinkSettings(redis_url=f"redis://:{STRONG}@redis:6379/0").redis_url.endswith("@redis:6379/0")
+    assert SinkSettings(redis_url="redis://:short@127.0.0.1:6379/0").redis_url  # loopback: local mode

@@ -46,10 +46,14 @@ def test_env_addresses_are_disjoint_slash_30s() -> None:
         slot_count("fd00::/64")
 
 
-def test_unsandboxed_fallback_warns_once_naming_what_is_not_isolated(
+def test_unsandboxed_fallback_is_refused_unless_allowed_then_warns_naming_what_is_not_isolated(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setattr(launcher_module.sandbox, "unavailable_reason", lambda: "not running as root")
+    monkeypatch.delenv(launcher_module.ALLOW_UNSANDBOXED_ENV, raising=False)
+    with pytest.raises(RuntimeError, match="cannot be sandboxed here .not running as root.*CUA_ALLOW_UNSANDBOXED=1"):
+        LocalEnvLauncher(count=1, root_dir=tmp_path)._choose_mode()
+    monkeypatch.setenv(launcher_module.ALLOW_UNSANDBOXED_ENV, "1")
     auto = LocalEnvLauncher(count=1, root_dir=tmp_path)
     with caplog.at_level(logging.WARNING):
         auto._choose_mode()

@@ -40,6 +40,7 @@ from services.runner.osworld.context import EvalContext
 from services.runner.osworld.errors import EvalError
 from services.runner.osworld.evidence import EvidenceError, has_expected
 from services.runner.osworld.getters import get_state
+from services.runner.osworld.hostpaths import host_file_outside
 from services.runner.osworld.metrics import METRICS
 from services.runner.osworld.protocol import EnvLike
 from services.runner.osworld.setup import run_setup
@@ -183,8 +184,16 @@ def _metric_states(name: str, result: dict[str, Any], expected: dict[str, Any] |
     args = [get_state(env, result, ctx)]
     if expected:
         args.append(get_state(env, expected, ctx))
-    if ctx.evidence is not None:
-        ctx.evidence.record(name, *args)
+    roots = [ctx.work_dir] if ctx.work_dir is not None else []
+    outside = host_file_outside(args, roots)
+    if outside is not None:
+        raise EvalError(f"metric {name!r}: a getter state names the runner file {outside[:200]!r}, outside the "
+                        "rollout's work dir; a task can name env files and files its evaluation produced, never "
+                        "a runner host path")
+    if ctx.evidence is not None and len(args) == 2:
+        ctx.evidence.record(name, args[0], args[1], roots=roots)
+    elif ctx.evidence is not None:
+        ctx.evidence.record(name, args[0], roots=roots)
     return args
 
 

@@ -2,8 +2,11 @@
 
 Every metric call of `evaluate()` receives getter states: host file paths (`vm_file`, `cloud_file`,
 ...), command outputs, rule values, accessibility trees. `Evidence` records them per metric call as
-JSON, with each host file the states name copied in (`{"$file": "<name>"}` in place of the path), so
-`replay_states()` can rebuild equivalent states in another directory later (`cua-rollout rescore`).
+JSON, with each file the evaluation produced under the rollout's work dir copied in (`{"$file": "<name>"}`
+in place of the path), so `replay_states()` can rebuild equivalent states in another directory later
+(`cua-rollout rescore`). Only those files: any other path a state names (a task's rule value
+`/proc/self/environ`) stays a string and its file is never read here (issue 34: the stored trajectory,
+which the submitter downloads, never holds a runner file; `evaluate()` refuses such a state anyway).
 
 Format (`evaluation.json` beside a stored trajectory, schema `cua.evaluation.v1`):
 `{"schema", "last_action", "calls": [{"metric", "result": <state>, "expected": <state> | absent}]}`;
@@ -13,9 +16,12 @@ file contents travel beside it (`evidence/<name>`).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from services.runner.osworld.hostpaths import within
 
 SCHEMA = "cua.evaluation.v1"
 #: Files larger than this are not kept (their state is recorded as `{"$file_too_large": path}`), bytes.
@@ -35,16 +41,17 @@ class Evidence:
     calls: list[dict[str, Any]] = field(default_factory=list)
     files: dict[str, bytes] = field(default_factory=dict)
 
-    def record(self, metric: str, result: Any, expected: Any = _MISSING) -> None:
-        """Record one metric call's states; host files they name are read now (they may be
-        temporary)."""
-        call: dict[str, Any] = {"metric": metric, "result": self._encode(result)}
+    def record(self, metric: str, result: Any, expected: Any = _MISSING, roots: Sequence[Path] = ()) -> None:
+        """Record one metric call's states; files they name inside `roots` (the rollout's work dir, symlinks
+        resolved) are read now (they may be temporary); other paths stay strings."""
+        call: dict[str, Any] = {"metric": metric, "result": self._encode(result, roots)}
         if expected is not _MISSING:
-            call["expected"] = self._encode(expected)
+            call["expected"] = self._encode(expected, roots)
         self.calls.append(call)
 
-    def _encode(self, state: Any) -> Any:
-        if isinstance(state, str) and state.startswith("/") and Path(state).is_file():
+    def _encode(self, state: Any, roots: Sequence[Path]) -> Any:
+        if isinstance(state, str) and state.startswith("/") and roots and within(Path(state), roots) \
+                and Path(state).is_file():
             path = Path(state)
             if path.stat().st_size > MAX_FILE_BYTES:
                 return {"$file_too_large": state}
@@ -53,11 +60,11 @@ class Evidence:
             self.files[name] = data
             return {"$file": name}
         if isinstance(state, list | tuple):
-            return [self._encode(item) for item in state]
+            return [self._encode(item, roots) for item in state]
         if isinstance(state, dict):
             if any(not isinstance(k, str) for k in state):
-                return {"$pairs": [[self._encode(k), self._encode(v)] for k, v in state.items()]}
-            return {"$dict": {k: self._encode(v) for k, v in state.items()}}
+                return {"$pairs": [[self._encode(k, roots), self._encode(v, roots)] for k, v in state.items()]}
+            return {"$dict": {k: self._encode(v, roots) for k, v in state.items()}}
         if state is None or isinstance(state, bool | int | float | str):
             return state
         return {"$repr": repr(state)}

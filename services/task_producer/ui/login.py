@@ -1,6 +1,7 @@
 """The dashboard's login: a browser cannot send `Authorization: Bearer`, so `/ui/login` takes the producer's
-token (`PRODUCER_API_TOKEN`) in a form and keeps it in an HttpOnly, SameSite=Strict cookie (`UI_COOKIE`),
-which `deps.require_token` accepts on `/ui` and `/v1` (the trajectory viewer loads screenshots from `/v1`).
+token (`PRODUCER_API_TOKEN`) in a form and sets an HttpOnly, SameSite=Strict cookie (`UI_COOKIE`; Secure over
+https) holding a session that expires, never the token (`common.ui_session`), which `deps.require_token`
+accepts on `/ui` and `/v1` (the trajectory viewer loads screenshots from `/v1`).
 `require_ui_token` sends a browser without a valid token to the login page instead of answering 401.
 """
 
@@ -15,6 +16,7 @@ from fastapi.security import HTTPAuthorizationCredentials
 from fastapi.templating import Jinja2Templates
 
 from common.auth import token_ok
+from common.ui_session import SESSION_TTL_S, session_cookie
 from services.task_producer.deps import BEARER, UI_COOKIE, get_settings, require_token
 from services.task_producer.settings import ProducerSettings
 
@@ -44,5 +46,6 @@ def login(request: Request, token: Annotated[str, Form()],
         return templates.TemplateResponse(request, "login.html", {"error": "wrong token (PRODUCER_API_TOKEN)"},
                                           status_code=401)
     response = RedirectResponse("/ui", status_code=303)
-    response.set_cookie(UI_COOKIE, token, httponly=True, samesite="strict", path="/")
+    response.set_cookie(UI_COOKIE, session_cookie(token), max_age=SESSION_TTL_S, httponly=True, samesite="strict",
+                        secure=request.url.scheme == "https", path="/")
     return response

@@ -97,12 +97,33 @@ def test_vm_terminal_output_list_directory_rule_and_screen_size(tmp_path: Path) 
 
 def test_cache_file_looks_in_the_work_dir_then_the_cache_dir(tmp_path: Path) -> None:
     ctx = eval_ctx(tmp_path)
-    shared = write(tmp_path / "cache" / "gold" / "expected.txt", "gold")
-    assert get_state(FakeEnv(), {"type": "cache_file", "path": "gold/expected.txt"}, ctx) == shared
+    write(tmp_path / "cache" / "gold" / "expected.txt", "gold")
+    copied = get_state(FakeEnv(), {"type": "cache_file", "path": "gold/expected.txt"}, ctx)
+    assert copied == str(tmp_path / "work" / "cache_file" / "gold" / "expected.txt")  # copied into the work dir
+    assert Path(copied).read_text() == "gold"
     captured = write(tmp_path / "work" / "gold" / "expected.txt", "captured")
     assert get_state(FakeEnv(), {"type": "cache_file", "path": "gold/expected.txt"}, ctx) == captured
     with pytest.raises(EvalError, match="missing.txt"):
         get_state(FakeEnv(), {"type": "cache_file", "path": "missing.txt"}, ctx)
+
+
+@pytest.mark.parametrize(("path", "problem"), [
+    ("/etc/passwd", "is an absolute path"), ("../../proc/self/environ", "climbs out"),
+    ("gold/../../x", "climbs out"), ("leak", "'leak' not found"),
+])
+def test_cache_file_never_names_a_runner_file(tmp_path: Path, path: str, problem: str) -> None:
+    ctx = eval_ctx(tmp_path)
+    secret = write(tmp_path / "runner.env", "SECRET=1")
+    (tmp_path / "cache").mkdir(exist_ok=True)
+    (tmp_path / "cache" / "leak").symlink_to(secret)  # a symlink out of the cache is not followed
+    with pytest.raises(EvalError, match=problem):
+        get_state(FakeEnv(), {"type": "cache_file", "path": path}, ctx)
+
+
+def test_file_getters_refuse_a_dest_without_a_file_name(tmp_path: Path) -> None:
+    env = FakeEnv(files={"/home/user/a.txt": b"a"})
+    with pytest.raises(EvalError, match="no file name"):
+        get_state(env, {"type": "vm_file", "path": "/home/user/a.txt", "dest": "x/.."}, eval_ctx(tmp_path))
 
 
 def test_cloud_file_resolves_urls_in_the_cache_only(tmp_path: Path) -> None:

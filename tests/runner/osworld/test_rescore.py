@@ -29,14 +29,18 @@ def test_file_states_are_copied_in_and_replayed_from_another_directory(tmp_path:
     source.parent.mkdir()
     source.write_bytes(b"PK\x03\x04 workbook bytes")
     evidence = Evidence(last_action="DONE")
-    evidence.record("compare_table", str(source), [str(source), {"rules": [1, 2]}, None])
+    outside = tmp_path / "runner.env"  # a runner file a state names: stays a string, never read in
+    outside.write_bytes(b"SECRET=1")
+    evidence.record("compare_table", str(source), [str(source), {"rules": [1, 2]}, str(outside)],
+                    roots=[tmp_path / "work"])
     source.unlink()  # the evaluation's temporary files are gone by the time anyone rescores
     document = _stored(evidence, tmp_path / "stored")
     replay, last_action = load_replay(document, tmp_path / "stored")
     result, expected = replay.next_states("compare_table")
     assert last_action == "DONE"
     assert Path(result).read_bytes() == b"PK\x03\x04 workbook bytes" and Path(result).parent == tmp_path / "stored"
-    assert expected == [result, {"rules": [1, 2]}, None]
+    assert expected == [result, {"rules": [1, 2]}, str(outside)]
+    assert len(evidence.files) == 1 and b"SECRET" not in b"".join(evidence.files.values())
     with pytest.raises(EvidenceError, match="no recorded inputs"):
         replay.next_states("compare_table")
 

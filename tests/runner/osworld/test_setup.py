@@ -428,19 +428,39 @@ def test_download_rejects_malformed_file_lists(tmp_path: Path, files: object) ->
         run_setup(steps(("download", {"files": files})), FakeEnv(), make_ctx(tmp_path))
 
 
-def test_upload_file_sends_host_files_absolute_or_relative_to_the_cache(tmp_path: Path) -> None:
-    ctx = make_ctx(tmp_path)
+def test_upload_file_sends_files_of_the_cache_or_the_work_dir(tmp_path: Path) -> None:
+    ctx = make_ctx(tmp_path, work_dir=tmp_path / "work")
     (ctx.cache_dir / "fixtures").mkdir(parents=True)
-    (ctx.cache_dir / "fixtures" / "a.txt").write_bytes(b"relative")
-    host = tmp_path / "b.txt"
-    host.write_bytes(b"absolute")
+    (ctx.cache_dir / "fixtures" / "a.txt").write_bytes(b"cached")
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "b.txt").write_bytes(b"captured")
     env = FakeEnv()
     files = [
         {"local_path": "fixtures/a.txt", "path": "/home/user/a.txt"},
-        {"local_path": str(host), "path": "/home/user/b.txt"},
+        {"local_path": "b.txt", "path": "/home/user/b.txt"},
     ]
     run_setup(steps(("upload_file", {"files": files})), env, ctx)
-    assert env.files == {"/home/user/a.txt": b"relative", "/home/user/b.txt": b"absolute"}
+    assert env.files == {"/home/user/a.txt": b"cached", "/home/user/b.txt": b"captured"}
+
+
+@pytest.mark.parametrize(("local_path", "problem"), [
+    ("/etc/passwd", r"files\[0\].local_path '/etc/passwd' is an absolute path"),
+    ("../runner.env", "climbs out"), ("leak", "'leak' not found inside"), ("runner.env", "not found inside"),
+])
+def test_upload_file_never_sends_a_runner_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, local_path: str,
+                                               problem: str) -> None:
+    monkeypatch.chdir(tmp_path)  # OSWorld's fallback, the working directory, is not looked at
+    ctx = make_ctx(tmp_path)
+    secret = tmp_path / "runner.env"  # beside the cache, and in the working directory of the test
+    secret.write_bytes(b"SECRET=1")
+    ctx.cache_dir.mkdir(parents=True)
+    (ctx.cache_dir / "leak").symlink_to(secret)
+    env = FakeEnv()
+    files = {"files": [{"local_path": local_path, "path": "/tmp/x"}]}
+    # built without validation: a job that reached the runner past the producer's check (it refuses the first two)
+    with pytest.raises(SetupError, match=problem):
+        run_setup([SetupStep.model_construct(type="upload_file", parameters=files)], env, ctx)
+    assert env.files == {}
 
 
 def test_upload_file_with_a_missing_host_file_is_a_setup_error(tmp_path: Path) -> None:

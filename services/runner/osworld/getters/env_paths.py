@@ -8,11 +8,10 @@ same through `/execute`, and `save_copy` writes a fetched file into the rollout'
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from services.runner.osworld.context import EvalContext
 from services.runner.osworld.errors import EvalError
 from services.runner.osworld.getters.base import work_dir
+from services.runner.osworld.hostpaths import local_name
 from services.runner.osworld.protocol import EnvLike
 
 
@@ -31,6 +30,6 @@ def expand_user(env: EnvLike, path: str, where: str) -> str:
 
 def save_copy(ctx: EvalContext, dest: str, data: bytes, where: str) -> str:
     """Write `data` to `work_dir/<basename of dest>`; returns that host path."""
-    local = work_dir(ctx, where) / Path(dest).name
+    local = work_dir(ctx, where) / local_name(dest, where, EvalError)
     local.write_bytes(data)
     return str(local)

@@ -15,9 +15,11 @@ from typing import Any
 import pandas as pd
 
 from common import url_cache
+from common.task_paths import inside, path_problem
 from services.runner.osworld.context import EvalContext
 from services.runner.osworld.errors import EvalError
 from services.runner.osworld.getters.base import Getter, work_dir
+from services.runner.osworld.hostpaths import local_name
 from services.runner.osworld.params import as_bool, require, require_str
 from services.runner.osworld.protocol import EnvLike
 from services.runner.osworld.requirements import Needs
@@ -53,7 +55,7 @@ def get_vm_file(env: EnvLike, config: dict[str, Any], ctx: EvalContext) -> str |
     given: list[str | None] = []
     for index, (path, dest) in enumerate(zip(paths, dests, strict=True)):
         data = env.get_file(path)
-        local = work / Path(dest).name
+        local = work / local_name(dest, "vm_file", EvalError)
         if data is not None:
             local.write_bytes(data)
         if index in gives:
@@ -71,10 +73,10 @@ def get_cloud_file(env: EnvLike, config: dict[str, Any], ctx: EvalContext) -> st
     given: list[str | None] = []
     for index, (url, dest) in enumerate(zip(urls, dests, strict=True)):
         try:
-            cached = url_cache.lookup(ctx.cache_dir, url, Path(dest).name)
+            cached = url_cache.lookup(ctx.cache_dir, url, local_name(dest, "cloud_file", EvalError))
         except url_cache.CacheMiss as exc:
             raise EvalError(f"cloud_file: {exc}") from exc
-        local = work / Path(dest).name
+        local = work / local_name(dest, "cloud_file", EvalError)
         shutil.copyfile(cached, local)
         if index in gives:
             given.append(str(local))
@@ -82,17 +84,30 @@ def get_cloud_file(env: EnvLike, config: dict[str, Any], ctx: EvalContext) -> st
 
 
 def get_cache_file(env: EnvLike, config: dict[str, Any], ctx: EvalContext) -> str:
-    """`cache_file`: host path of `path` relative to the per-rollout work dir (files captured or
-    fetched during this rollout) or, failing that, to `cache_dir`.
+    """`cache_file`: `path`, a name relative to the per-rollout work dir (files captured or fetched during this
+    rollout) or, failing that, to `cache_dir`, resolved inside that directory (symlinks too); a file of
+    `cache_dir` is copied into the work dir (`cache_file/<name>`), so the state names a file the evaluation
+    produced (`Evidence` keeps only those). Returns that host path.
 
-    Raises: EvalError when the file is in neither.
+    Raises: EvalError when `path` is absolute or climbs out (`common.task_paths`; OSWorld joins it to its
+    cache dir unchecked), or when the file is in neither directory.
     """
     relative = require_str(config, "path", "cache_file", EvalError)
-    roots = [root for root in (ctx.work_dir, ctx.cache_dir) if root is not None]
-    for root in roots:
-        if (root / relative).is_file():
-            return str(root / relative)
-    raise EvalError(f"cache_file: {relative!r} not found under {[str(r) for r in roots]}")
+    problem = path_problem(relative)
+    if problem:
+        raise EvalError(f"cache_file: path {relative[:200]!r} {problem}")
+    work = work_dir(ctx, "cache_file")
+    captured = inside(work, relative)
+    if captured is not None and captured.is_file():
+        return str(captured)
+    shared = inside(ctx.cache_dir, relative)
+    if shared is not None and shared.is_file():
+        local = work / "cache_file" / relative
+        local.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(shared, local)
+        return str(local)
+    raise EvalError(f"cache_file: {relative!r} not found under {[str(work), str(ctx.cache_dir)]} "
+                    "(a symlink leading out of them is not followed)")
 
 
 def last_row_of_xlsx(path: str) -> list[str]:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from services.runner.osworld.context import EvalContext
 from services.runner.osworld.errors import EvalError
 from services.runner.osworld.getters.base import Getter, work_dir
+from services.runner.osworld.hostpaths import local_name
 from services.runner.osworld.params import require_str
 from services.runner.osworld.protocol import EnvLike
 from services.runner.osworld.requirements import Needs
@@ -34,7 +34,7 @@ def get_vm_wallpaper(env: EnvLike, config: dict[str, Any], ctx: EvalContext) -> 
     """`vm_wallpaper`: the desktop wallpaper image written to `work_dir/<dest>`; its host path.
     With no wallpaper the file is empty (as OSWorld, so an image metric reads an empty file)."""
     dest = require_str(config, "dest", "vm_wallpaper", EvalError)
-    local = work_dir(ctx, "vm_wallpaper") / Path(dest).name
+    local = work_dir(ctx, "vm_wallpaper") / local_name(dest, "vm_wallpaper", EvalError)
     local.write_bytes(env.wallpaper() or b"")
     return str(local)
 

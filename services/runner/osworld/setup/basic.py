@@ -16,12 +16,13 @@ Env transport errors (`common.env_client.EnvError`) propagate unchanged, with a 
 from __future__ import annotations
 
 import shlex
-from pathlib import Path
 from typing import Any
 
 from common import url_cache
+from common.task_paths import inside, path_problem
 from services.runner.osworld.context import SetupContext
 from services.runner.osworld.errors import SetupError
+from services.runner.osworld.hostpaths import local_name
 from services.runner.osworld.offline import command_needs
 from services.runner.osworld.params import as_bool, require, require_command, require_records, require_str
 from services.runner.osworld.placeholders import substitute
@@ -83,7 +84,7 @@ def _capture(result: ExecResultLike, params: dict[str, Any], ctx: SetupContext) 
         if ctx.work_dir is None:
             raise SetupError(f"execute: capturing {key!r} to {name!r} needs a work dir (SetupContext.work_dir)")
         ctx.work_dir.mkdir(parents=True, exist_ok=True)
-        (ctx.work_dir / Path(str(name)).name).write_text(text or "")
+        (ctx.work_dir / local_name(str(name), f"execute {key}", SetupError)).write_text(text or "")
 
 
 def _launch(params: dict[str, Any], env: EnvLike, ctx: SetupContext) -> None:
@@ -142,17 +143,24 @@ def _download(params: dict[str, Any], env: EnvLike, ctx: SetupContext) -> None:
 
 
 def _upload_file(params: dict[str, Any], env: EnvLike, ctx: SetupContext) -> None:
-    """`upload_file`: `files: [{"local_path", "path"}]`; host file -> env `path`.
+    """`upload_file`: `files: [{"local_path", "path"}]`; runner file -> env `path`.
 
-    A relative `local_path` is looked up under `ctx.cache_dir` first, then the working directory.
-    Raises: SetupError when the host file does not exist.
+    `local_path` is a name relative to `ctx.cache_dir` (the URL cache), else to `ctx.work_dir` (files this
+    rollout captured), resolved inside it (symlinks too, `common.task_paths.inside`). OSWorld also takes any
+    host path; here no task names a runner file (issue 34): an absolute or climbing `local_path` is refused.
+    Raises: SetupError naming the field when `local_path` is absolute, climbs out or is not found.
     """
-    for item in require_records(params, "files", ("local_path", "path"), "upload_file", SetupError):
-        local = Path(item["local_path"])
-        choices = [local] if local.is_absolute() else [ctx.cache_dir / local, local]
+    for index, item in enumerate(require_records(params, "files", ("local_path", "path"), "upload_file", SetupError)):
+        name = item["local_path"]
+        problem = path_problem(name)
+        if problem:
+            raise SetupError(f"upload_file: files[{index}].local_path {str(name)[:200]!r} {problem}")
+        roots = [root for root in (ctx.cache_dir, ctx.work_dir) if root is not None]
+        choices = [found for found in (inside(root, name) for root in roots) if found is not None]
         found = next((c for c in choices if c.is_file()), None)
         if found is None:
-            raise SetupError(f"upload_file: local file {item['local_path']!r} not found (looked at {choices})")
+            raise SetupError(f"upload_file: files[{index}].local_path {name!r} not found inside "
+                             f"{[str(r) for r in roots]} (a symlink leading out of them is not followed)")
         env.upload_file(item["path"], found.read_bytes())
 
 

@@ -14,13 +14,13 @@ import json
 import logging
 import sqlite3
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from services.runner.osworld import chrome_profile
 from services.runner.osworld.context import EvalContext
 from services.runner.osworld.errors import EvalError
 from services.runner.osworld.getters.base import Getter, work_dir
+from services.runner.osworld.hostpaths import local_name
 from services.runner.osworld.protocol import EnvLike
 
 logger = logging.getLogger(__name__)
@@ -151,7 +151,7 @@ def _sqlite_rows(env: EnvLike, config: dict[str, Any], ctx: EvalContext, path: s
     if content is None or not isinstance(dest, str) or not dest:
         logger.info("%s: no %s or no 'dest': None", where, path)
         return None
-    local = work_dir(ctx, where) / Path(dest).name
+    local = work_dir(ctx, where) / local_name(dest, where, EvalError)
     local.write_bytes(content)
     try:
         connection = sqlite3.connect(local)

@@ -9,7 +9,6 @@ Each returns what OSWorld's getter returns, including its fallback when the brow
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from typing import Any
 
 from services.runner.osworld import cdp
@@ -18,6 +17,7 @@ from services.runner.osworld.errors import EvalError
 from services.runner.osworld.getters.base import work_dir
 from services.runner.osworld.getters.chrome.live import BROWSER_FAILURES, port, with_retries
 from services.runner.osworld.getters.chrome.urls import get_active_url_from_accessTree
+from services.runner.osworld.hostpaths import local_name
 from services.runner.osworld.params import require_str
 from services.runner.osworld.protocol import EnvLike
 
@@ -122,7 +122,8 @@ def get_pdf_from_url(env: EnvLike, config: dict[str, Any], ctx: EvalContext) -> 
     failed attempts (5 s apart), the file holds `FALLBACK_PDF` (an empty PDF) and its path is
     returned, as OSWorld."""
     url = require_str(config, "path", "pdf_from_url", EvalError)
-    local = work_dir(ctx, "pdf_from_url") / Path(require_str(config, "dest", "pdf_from_url", EvalError)).name
+    local = work_dir(ctx, "pdf_from_url") / local_name(
+        require_str(config, "dest", "pdf_from_url", EvalError), "pdf_from_url", EvalError)
 
     def run() -> str:
         with cdp.chrome(env, port(ctx), relaunch=True) as browser:
