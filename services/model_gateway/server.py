@@ -120,6 +120,7 @@ def create_app(settings: GatewaySettings | None = None, resolver: Resolver = res
                            registry=state.registry)
     app.include_router(proxy.router)
     app.include_router(admin.router)
+    app.include_router(sessions.manage)
     app.include_router(sessions.router)
     app.add_exception_handler(RequestRejected, _rejected)
     return app
