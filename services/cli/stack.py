@@ -233,6 +233,7 @@ class LocalStack:
 
     def _wait_for_workers(self, timeout_s: float) -> None:
         from rq import Worker
+
         from common.rqjobs import SERIALIZER
 
         ours = {p.process.pid for p in self.processes if p.module == "services.runner" and p.process is not None}

@@ -1,8 +1,9 @@
 """OpenAI-compatible routes of the gateway: `POST /v1/chat/completions`, `POST /v1/completions`, `GET /v1/models`.
 
 Every route needs one of `GATEWAY_API_KEYS` or `GATEWAY_RUNNER_KEYS` as a bearer token when either is set (401
-`{"error": "Unauthorized"}`, like vLLM's `--api-key`: `access.require_client`). Completions go through `forwarding.forward_completion` (routing,
-retries, deadlines, the relay); `/v1/models` is the model list of a healthy replica.
+`{"error": "Unauthorized"}`, like vLLM's `--api-key`: `access.require_client`). Completions go through
+`forwarding.forward_completion` (routing, retries, deadlines, the relay); `/v1/models` is the model list of a
+healthy replica.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from services.model_gateway.access import require_client
 from services.model_gateway.forwarding import forward_completion, json_error, served_version
 from services.model_gateway.headers import encode_headers, relayed_response_headers
 from services.model_gateway.state import GatewayState, get_state
-
 
 router = APIRouter(prefix="/v1", dependencies=[Depends(require_client)])
 

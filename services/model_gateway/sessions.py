@@ -99,9 +99,10 @@ def get_sessions(request: Request) -> SessionManager:
 
 def _info(request: Request, session: Session, closed: bool = False) -> SessionInfo:
     path = f"/sessions/{session.id}/v1"
-    return SessionInfo(session_id=session.id, token=session.token, base_url=str(request.base_url).rstrip("/") + path, path=path,
-                       model=session.spec.model, **session.ref.model_dump(), ttl_s=session.ttl_s,
-                       created_at=session.created_at, calls=len(session.calls), closed=closed)
+    return SessionInfo(session_id=session.id, token=session.token, path=path,
+                       base_url=str(request.base_url).rstrip("/") + path, model=session.spec.model,
+                       **session.ref.model_dump(), ttl_s=session.ttl_s, created_at=session.created_at,
+                       calls=len(session.calls), closed=closed)
 
 
 def _record(request: Request, session: Session, closed: bool = False) -> SessionRecord:

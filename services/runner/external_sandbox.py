@@ -82,13 +82,14 @@ def bwrap_argv(argv: list[str], work: Path, forwards: dict[int, Path]) -> list[s
         raise SandboxUnavailable("bubblewrap (`bwrap`, Debian package bubblewrap) is not installed")
     cmd = [bwrap, "--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
            "--unshare-cgroup-try", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--cap-drop", "ALL",
-           "--die-with-parent", "--new-session", "--hostname", "external-agent"]
+           "--die-with-parent", "--new-session", "--hostname", "external-agent",
+           "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]  # first: the binds below may lie under /tmp
     for directory in read_only_dirs(argv):
         if directory.is_symlink():  # merged /usr: /bin -> usr/bin
             cmd += ["--symlink", str(directory.readlink()), str(directory)]
         else:
             cmd += ["--ro-bind", str(directory), str(directory)]
-    cmd += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--bind", str(work), str(work),
+    cmd += ["--bind", str(work), str(work),
             "--chdir", str(work), "--setenv", "HOME", str(work), "--setenv", "TMPDIR", "/tmp"]
     cmd += [sys.executable, "-m", "services.runner.sandbox_entry"]
     for port, path in forwards.items():

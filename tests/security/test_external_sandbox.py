@@ -20,16 +20,17 @@ import pytest
 from common.redis_server import RedisServerProcess
 from common.status import RolloutStatus
 from services.runner import external, external_sandbox
+from services.runner.external_sandbox import SandboxUnavailable, sandbox
 from services.runner.outcome import EpisodeStop
 from services.runner.settings import RunnerSettings
-from services.runner.external_sandbox import SandboxUnavailable, sandbox
 from tests.security.test_sessions import ROLLOUT, RUNNER_KEY, gateway  # noqa: F401 (the module's gateway)
 
 SECRET = "runner-secret-" + "c" * 20
 
 ATTACK = r'''
 import json, os, socket, sys, urllib.request
-secret, runner_pid, runner_file, redis_port = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+secret, runner_pid, redis_port = sys.argv[1], sys.argv[2], int(sys.argv[3])
+runner_file = os.environ["RUNNER_FILE"]  # not on the command line: the directories of its paths are bound
 found = {}
 pids = [p for p in os.listdir("/proc") if p.isdigit()]
 found["processes"] = len(pids)
@@ -91,11 +92,10 @@ def _attack(tmp_path: Path, gateway_url: str, env_url: str, secret_file: Path, r
     (program_dir / "attack.py").write_text(ATTACK)
     work = tmp_path / "work"
     work.mkdir()
-    argv = [sys.executable, str(program_dir / "attack.py"), SECRET, str(os.getpid()), str(secret_file),
-            str(redis_port)]
+    argv = [sys.executable, str(program_dir / "attack.py"), SECRET, str(os.getpid()), str(redis_port)]
     with sandbox(argv, work, env_url, gateway_url, session["path"]) as box:
         env = {"PATH": os.environ["PATH"], "OSWORLD_SERVER_URL": box.env_url, "OPENAI_BASE_URL": box.base_url,
-               "OPENAI_API_KEY": session["token"]}
+               "OPENAI_API_KEY": session["token"], "RUNNER_FILE": str(secret_file)}
         done = subprocess.run(box.argv, env=env, capture_output=True, text=True, timeout=120, cwd=work)
     assert done.returncode == 0, done.stderr
     return dict(json.loads((work / "found.json").read_text()))

@@ -17,6 +17,7 @@ import redis
 
 from common import keys
 from common.polling import wait_until
+from common.redis_server import RedisServerProcess
 from services.model_gateway.server import create_app as create_gateway
 from services.model_gateway.settings import GatewaySettings
 from services.scripted_policy.server import create_app as create_policy
@@ -29,13 +30,13 @@ CHAT = {"model": "policy", "messages": [{"role": "user", "content": "hello"}], "
 
 
 @pytest.fixture(scope="module")
-def gateway(tmp_path_factory: pytest.TempPathFactory, redis_url: str) -> Iterator[str]:
+def gateway(tmp_path_factory: pytest.TempPathFactory, redis_server: RedisServerProcess) -> Iterator[str]:
     scripts = tmp_path_factory.mktemp("scripts")
     (scripts / "any.json").write_text(json.dumps({"instruction": "hello", "replies": ["fine"] * 50}))
     with ExitStack() as stack:
         replica = stack.enter_context(serve_app(create_policy(ScriptedPolicySettings(scripts_dir=scripts))))
-        settings = GatewaySettings(replicas=replica, redis_url=redis_url, health_interval_s=0.1,
-                                   api_keys=API_KEY, runner_keys=RUNNER_KEY)
+        settings = GatewaySettings(replicas=replica, redis_url=redis_server.url, health_interval_s=0.1,
+                                   api_keys=API_KEY, runner_keys=RUNNER_KEY, admin_token="admin-" + "d" * 24)
         url = stack.enter_context(serve_app(create_gateway(settings)))
         wait_until(lambda: httpx.get(f"{url}/healthz", timeout=5).json().get("routable") == 1, 10, "replica")
         yield url
