@@ -85,20 +85,12 @@ def check_token(sent: str | None, accepted: Token | Iterable[Token], setting: st
         raise unauthorized(sent, setting)
 
 
-def bearer_auth(accepted: Token | Iterable[Token], setting: str) -> Callable[..., None]:
-    """A FastAPI dependency checking `Authorization: Bearer <token>` against `accepted` (`check_token`); use as
-    `dependencies=[Depends(bearer_auth(settings.api_token, "PRODUCER_API_TOKEN"))]`. The scheme appears in the
-    OpenAPI document (`HTTPBearer`).
+def bearer_auth(accepted: Token | Iterable[Token], setting: str) -> Callable[..., Awaitable[str]]:
+    """`bearer_roles` with one fixed set of tokens: `Depends(bearer_auth(settings.api_token, "PRODUCER_API_TOKEN"))`.
 
     Raises (in the dependency): HTTPException(401) without a bearer token, or with a wrong one.
     """
-    scheme = HTTPBearer(auto_error=False, description=f"`Authorization: Bearer <{setting}>`")
-
-    # `Depends` as a default, not in `Annotated`: `scheme` is local, and the annotations are strings.
-    def require_token(credentials: HTTPAuthorizationCredentials | None = Depends(scheme)) -> None:
-        check_token(credentials.credentials if credentials else None, accepted, setting)
-
-    return require_token
+    return bearer_roles(lambda _: {"token": accepted}, setting)
 
 
 #: The role `bearer_roles` answers when no role accepts any token (every route open: local mode).
