@@ -40,9 +40,9 @@ def client(redis_url: str) -> redis.Redis:
     return redis.Redis.from_url(redis_url)
 
 
-def _work(client: redis.Redis, concurrency: int) -> None:
-    """Drain QUEUE with the runner's own worker class (inline: one at a time, or threaded)."""
-    settings = RunnerSettings(execution="inline", concurrency=concurrency)  # type: ignore[call-arg]
+def _work(client: redis.Redis, concurrency: int, execution: str = "inline") -> None:
+    """Drain QUEUE with the runner's own worker class (forking, inline one at a time, or threaded)."""
+    settings = RunnerSettings(execution=execution, concurrency=concurrency)  # type: ignore[call-arg]
     make_worker(settings, [rqjobs.queue(QUEUE, client)], client).work(burst=True, with_scheduler=False)
 
 
@@ -51,13 +51,13 @@ def _exc(client: redis.Redis, job_id: str) -> str:
     return (result.exc_string or "") if result is not None else ""
 
 
-@pytest.mark.parametrize("concurrency", [1, 2])
+@pytest.mark.parametrize(("execution", "concurrency"), [("fork", 1), ("inline", 1), ("inline", 2)])
 def test_a_json_job_naming_another_function_fails_without_running(client: redis.Redis, tmp_path: Path,
-                                                                  concurrency: int) -> None:
+                                                                  execution: str, concurrency: int) -> None:
     marker = tmp_path / "owned"
     attacker = Queue(QUEUE, connection=client, serializer=rqjobs.SERIALIZER)  # anyone with Redis write access
     job = attacker.enqueue("os.system", f"touch {marker}")
-    _work(client, concurrency)
+    _work(client, concurrency, execution)
     assert not marker.exists()
     assert job.id in FailedJobRegistry(QUEUE, connection=client, **rqjobs.REGISTRY_OPTIONS).get_job_ids()
     assert "ForbiddenJob" in _exc(client, job.id) and "'os.system'" in _exc(client, job.id)
