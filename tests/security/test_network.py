@@ -41,3 +41,7 @@ def test_an_env_pod_opens_no_connection_to_the_control_plane(overlay: str) -> No
     # the evaluator does allow what the manifests allow: a runner reaches Redis and the env's server
     assert net.allowed(_pod("runner"), _pod("redis"), 6379) and net.allowed(_pod("runner"), ENV_POD, 5000)
     assert not net.allowed(Endpoint("cua-envs", {"app": "cua-env"}), ENV_POD, 5000)  # nor another env
+    # out of the cluster: web pages yes (task setups), private addresses and the cloud's metadata service no
+    assert net.allowed(ENV_POD, Endpoint(ip="93.184.216.34"), 443)
+    for private in ("10.96.0.10", "172.20.0.5", "192.168.1.1", "169.254.169.254"):
+        assert not net.allowed(ENV_POD, Endpoint(ip=private), 80), private
