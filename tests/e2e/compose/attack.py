@@ -13,13 +13,15 @@ the probe does reach what is reachable.
 from __future__ import annotations
 
 import json
+import logging
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
 #: Runs in the desktop (or a runner): tries each `host:port` of TARGETS (a JSON list, substituted) and the host's
 #: HOST_PORTS at its default route, all at once (threads: a dropped packet costs its 5 s timeout once, within
-#: `/run_python`'s 30 s), sends Redis' `PING` to port 6379 (`GET /healthz` elsewhere), prints one JSON list of {"target", "reached",
-#: "reply"|"error"}.
+#: `/run_python`'s 30 s), sends Redis' `PING` to port 6379 (`GET /healthz` elsewhere), prints one JSON list of
+#: {"target", "reached", "reply"|"error"}.
 PROBE = r'''
 import json, socket, struct, threading
 def gateway_ip():
@@ -62,6 +64,8 @@ print("DRIVER" + json.dumps({"execute": post("/execute", {"command": ["python3",
                              "run_python": post("/run_python", {"code": code})}))
 '''
 
+log = logging.getLogger("compose-test")
+
 #: Service name -> its port the attack tries.
 SERVICE_PORTS = {"redis": 6379, "minio": 9000, "producer": 8080, "gateway": 8000, "sink": 9102, "policy": 8001}
 
@@ -99,6 +103,8 @@ def check_desktop_isolation(exec_in: Callable[[str, str], str], addresses: dict[
         except ValueError as exc:
             problems.append(f"/{route}: the probe did not run: {exc} ({reply})")
             continue
+        outcomes = Counter(r.get("error", "reached").split("(")[0] for r in results)
+        log.info("attack via /%s: %d targets: %s", route, len(results), dict(outcomes))
         if len(results) != len(targets) + len(host_ports):
             problems.append(f"/{route}: probed {len(results)} targets, expected {len(targets) + len(host_ports)}")
         problems += [f"/{route}: the desktop reached {r['target']} ({r.get('reply', '')!r})"
