@@ -16,12 +16,14 @@ from pathlib import Path
 #: Variables docker-compose.yml refuses to start without (`${VAR:?}`), and how many random bytes each gets.
 SECRETS = {
     "PRODUCER_TOKEN": 32,  # bearer token of the producer's API (the CLI sends $CUA_TOKEN)
-    "GATEWAY_API_KEY": 32,  # bearer token of the gateway's OpenAI routes (the runners send it)
+    "GATEWAY_API_KEY": 32,  # bearer token of the gateway's OpenAI routes (OpenAI clients: a trainer, a script)
+    "GATEWAY_RUNNER_KEY": 32,  # the runners' gateway key: OpenAI routes and sessions naming a rollout
     "GATEWAY_ADMIN_TOKEN": 32,  # bearer token of the gateway's /admin routes
     "S3_ACCESS_KEY": 12,  # MinIO's root user
     "S3_SECRET_KEY": 32,  # MinIO's root password
     "RUNNER_S3_ACCESS_KEY": 12,  # the runners' MinIO user: PutObject on trajectories/_blobs/* only
     "RUNNER_S3_SECRET_KEY": 32,
+    "REDIS_PASSWORD": 32,  # Redis AUTH of every service (URL-safe: it goes in REDIS_URL)
 }
 
 

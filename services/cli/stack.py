@@ -234,6 +234,8 @@ class LocalStack:
     def _wait_for_workers(self, timeout_s: float) -> None:
         from rq import Worker
 
+        from common.rqjobs import SERIALIZER
+
         ours = {p.process.pid for p in self.processes if p.module == "services.runner" and p.process is not None}
         with redis_client(self.redis_url) as client:
 
@@ -242,7 +244,7 @@ class LocalStack:
                     raise GiveUp(f"{process.name} exited:\n{process.log_tail()}")
                 # A shared Redis may list other stacks' workers too: count ours, the runner processes or their
                 # forked workers.
-                pids = {worker.pid for worker in Worker.all(connection=client) if worker.pid}
+                pids = {worker.pid for worker in Worker.all(connection=client, serializer=SERIALIZER) if worker.pid}
                 return len([pid for pid in pids if pid in ours or parent_pid(pid) in ours]) >= self.config.runners
 
             wait_until(registered, timeout_s, f"{self.config.runners} runner workers to register", interval_s=0.1)

@@ -1,30 +1,22 @@
 """OpenAI-compatible routes of the gateway: `POST /v1/chat/completions`, `POST /v1/completions`, `GET /v1/models`.
 
-Every route needs one of `GATEWAY_API_KEYS` as a bearer token when that is set (401 `{"error": "Unauthorized"}`,
-like vLLM's `--api-key`: `require_api_key`). Completions go through `forwarding.forward_completion` (routing,
-retries, deadlines, the relay); `/v1/models` is the model list of a healthy replica.
+Every route needs one of `GATEWAY_API_KEYS` or `GATEWAY_RUNNER_KEYS` as a bearer token when either is set (401
+`{"error": "Unauthorized"}`, like vLLM's `--api-key`: `access.require_client`). Completions go through
+`forwarding.forward_completion` (routing, retries, deadlines, the relay); `/v1/models` is the model list of a
+healthy replica.
 """
 
 from __future__ import annotations
 
 import httpx
 from fastapi import APIRouter, Depends, Request, Response
-from fastapi.responses import JSONResponse
 
-from common.auth import bearer, token_ok
-from services.model_gateway.forwarding import RequestRejected, forward_completion, json_error, served_version
+from services.model_gateway.access import require_client
+from services.model_gateway.forwarding import forward_completion, json_error, served_version
 from services.model_gateway.headers import encode_headers, relayed_response_headers
 from services.model_gateway.state import GatewayState, get_state
 
-
-async def require_api_key(request: Request, state: GatewayState = Depends(get_state)) -> None:
-    """Dependency: 401 `{"error": "Unauthorized"}` unless the bearer token is one of `GATEWAY_API_KEYS` (open
-    when that is empty). Raises: RequestRejected."""
-    if state.settings.api_keys and not token_ok(bearer(request), state.settings.api_key_list):
-        raise RequestRejected(JSONResponse({"error": "Unauthorized"}, status_code=401))
-
-
-router = APIRouter(prefix="/v1", dependencies=[Depends(require_api_key)])
+router = APIRouter(prefix="/v1", dependencies=[Depends(require_client)])
 
 
 @router.post("/chat/completions", response_model=None)

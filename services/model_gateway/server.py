@@ -118,6 +118,7 @@ def create_app(settings: GatewaySettings | None = None, resolver: Resolver = res
     add_health_and_metrics(app, check=lambda: readiness(state.pool), registry=state.registry)
     app.include_router(proxy.router)
     app.include_router(admin.router)
+    app.include_router(sessions.manage)
     app.include_router(sessions.router)
     app.add_exception_handler(RequestRejected, _rejected)
     return app

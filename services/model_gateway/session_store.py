@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import secrets
 import time
 import uuid
 from collections import OrderedDict
@@ -60,6 +61,13 @@ class SessionSpec(BaseModel):
     agent: str | None = Field(default=None, max_length=128)
     ttl_s: float | None = Field(default=None, gt=0, le=7 * 24 * 3600)
 
+    @property
+    def names_rollout(self) -> bool:
+        """True when the spec names a rollout (any of its fields set): only a runner may open such a session
+        (services/model_gateway/access.py), since its records land in that rollout's trajectory."""
+        return (self.run_id, self.task_id, self.rollout_id) != (None, None, None) or self.rollout_index != 0 \
+            or self.attempt != 1
+
 
 class SessionNotFound(LookupError):
     """No open session has this id: unknown, or closed (`reason` says when and why)."""
@@ -78,7 +86,8 @@ class RecordingFailed(RuntimeError):
 @dataclass
 class Session:
     """One open session: its rollout, spec, TTL (s), creation time (epoch s), last use (monotonic s), its
-    records in step order and the blobs already published."""
+    records in step order, the blobs already published, and its own bearer `token` (32 random bytes,
+    URL-safe base64: valid on its base URL only, services/model_gateway/access.py)."""
 
     id: str
     ref: RolloutRef
@@ -92,6 +101,7 @@ class Session:
     closing: bool = False
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     idle: asyncio.Event = field(default_factory=asyncio.Event)
+    token: str = field(default_factory=lambda: f"cua-session-{secrets.token_urlsafe(32)}", repr=False)
 
 
 class StreamPublisher:

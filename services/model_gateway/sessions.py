@@ -12,7 +12,13 @@
 - `GET /v1/sessions/{id}`: the session and its records so far. `DELETE /v1/sessions/{id}` closes it (calls in
   flight finish first) and returns its records; an idle session closes by itself after its TTL
   (`GATEWAY_SESSION_TTL_S`). Any call to an unknown or closed session: 404 `{"error"}` naming it.
-- Sessions publish on the event stream of `REDIS_URL`; 401 without a valid key when `GATEWAY_API_KEYS` is set.
+- Sessions publish on the event stream of `REDIS_URL`.
+
+Auth (services/model_gateway/access.py, one dependency per router): `manage` (`/v1/sessions*`) takes an API or a
+runner key, and only a runner key opens, reads or closes a session that names a rollout (403 naming
+`GATEWAY_RUNNER_KEYS` otherwise); `router` (`/sessions/{id}/v1/*`) takes the session's own `token` (returned when
+it opens: what a runner hands its external program as `OPENAI_API_KEY`), a runner key, or, for a session naming
+no rollout, an API key. 401 without one.
 """
 
 from __future__ import annotations
@@ -27,9 +33,9 @@ from fastapi import APIRouter, Body, Depends, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel
 
-from common.auth import bearer, token_ok
 from common.events import StepEvent
 from services.model_gateway import proxy
+from services.model_gateway.access import may_name_rollout, require_manager, require_session
 from services.model_gateway.forwarding import forward_completion
 from services.model_gateway.recorder import (
     CallTiming,
@@ -49,15 +55,22 @@ from services.model_gateway.session_store import (
 from services.model_gateway.state import GatewayState, get_state
 
 log = logging.getLogger(__name__)
-router = APIRouter()
+#: `/v1/sessions*`: open, read, close.
+manage = APIRouter(prefix="/v1/sessions", dependencies=[Depends(require_manager)],
+                   responses={401: {"description": "no valid API or runner key"}})
+#: `/sessions/{id}/v1/*`: a session's OpenAI routes.
+router = APIRouter(prefix="/sessions/{session_id}/v1", dependencies=[Depends(require_session)],
+                   responses={401: {"description": "neither the session's token nor a runner key"}})
 CHAT_PATH = "/v1/chat/completions"
 
 
 class SessionInfo(BaseModel):
-    """A session: id, the `base_url` for an OpenAI client (absolute) and its `path`, the model name it was
-    opened with, its rollout, idle TTL (s), creation time (epoch s), number of recorded calls, closed or not."""
+    """A session: id, its bearer `token` (valid on its base URL only), the `base_url` for an OpenAI client
+    (absolute) and its `path`, the model name it was opened with, its rollout, idle TTL (s), creation time
+    (epoch s), number of recorded calls, closed or not."""
 
     session_id: str
+    token: str
     base_url: str
     path: str
     model: str | None
@@ -86,18 +99,21 @@ def get_sessions(request: Request) -> SessionManager:
 
 def _info(request: Request, session: Session, closed: bool = False) -> SessionInfo:
     path = f"/sessions/{session.id}/v1"
-    return SessionInfo(session_id=session.id, base_url=str(request.base_url).rstrip("/") + path, path=path,
-                       model=session.spec.model, **session.ref.model_dump(), ttl_s=session.ttl_s,
-                       created_at=session.created_at, calls=len(session.calls), closed=closed)
+    return SessionInfo(session_id=session.id, token=session.token, path=path,
+                       base_url=str(request.base_url).rstrip("/") + path, model=session.spec.model,
+                       **session.ref.model_dump(), ttl_s=session.ttl_s, created_at=session.created_at,
+                       calls=len(session.calls), closed=closed)
 
 
 def _record(request: Request, session: Session, closed: bool = False) -> SessionRecord:
     return SessionRecord(**_info(request, session, closed).model_dump(), records=session.calls)
 
 
-def _unauthorized(state: GatewayState, request: Request) -> JSONResponse | None:
-    if state.settings.api_keys and not token_ok(bearer(request), state.settings.api_key_list):
-        return JSONResponse({"error": "Unauthorized"}, status_code=401)
+def _forbidden(role: str, spec: SessionSpec) -> JSONResponse | None:
+    """403 naming `GATEWAY_RUNNER_KEYS` when a caller of `role` touches a session naming a rollout."""
+    if spec.names_rollout and not may_name_rollout(role):
+        return _error(403, "only a runner's key (GATEWAY_RUNNER_KEYS) may open, read or close a session that names "
+                           "a rollout (run_id, task_id, rollout_index, rollout_id, attempt)")
     return None
 
 
@@ -105,41 +121,44 @@ def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status)
 
 
-@router.post("/v1/sessions", response_model=SessionInfo, status_code=201,
-             responses={401: {"description": "no valid API key"}, 503: {"description": "Redis unreachable"}})
+@manage.post("", response_model=SessionInfo, status_code=201,
+             responses={403: {"description": "names a rollout without a runner key"},
+                        503: {"description": "Redis unreachable"}})
 async def open_session(request: Request, spec: SessionSpec | None = Body(default=None),
-                       state: GatewayState = Depends(get_state),
+                       role: str = Depends(require_manager),
                        sessions: SessionManager = Depends(get_sessions)) -> SessionInfo | JSONResponse:
-    """Open a session; 201 with its `base_url`."""
-    if (denied := _unauthorized(state, request)) is not None:
+    """Open a session; 201 with its `base_url` and `token`."""
+    spec = spec or SessionSpec()
+    if (denied := _forbidden(role, spec)) is not None:
         return denied
     try:
-        session = await sessions.create(spec or SessionSpec())
+        session = await sessions.create(spec)
     except RecordingFailed as exc:
         return _error(503, str(exc))
     return _info(request, session)
 
 
-@router.get("/v1/sessions/{session_id}", response_model=SessionRecord, responses={404: {"description": "unknown"}})
-async def show_session(session_id: str, request: Request, state: GatewayState = Depends(get_state),
+@manage.get("/{session_id}", response_model=SessionRecord,
+            responses={403: {"description": "names a rollout"}, 404: {"description": "unknown"}})
+async def show_session(session_id: str, request: Request, role: str = Depends(require_manager),
                        sessions: SessionManager = Depends(get_sessions)) -> SessionRecord | JSONResponse:
     """An open session and its records so far; 404 naming it when unknown or closed."""
-    if (denied := _unauthorized(state, request)) is not None:
-        return denied
     try:
-        return _record(request, sessions.get(session_id))
+        session = sessions.get(session_id)
     except SessionNotFound as exc:
         return _error(404, str(exc))
+    return _forbidden(role, session.spec) or _record(request, session)
 
 
-@router.delete("/v1/sessions/{session_id}", response_model=SessionRecord,
-               responses={404: {"description": "unknown or closed"}, 503: {"description": "end not published"}})
-async def close_session(session_id: str, request: Request, state: GatewayState = Depends(get_state),
+@manage.delete("/{session_id}", response_model=SessionRecord,
+               responses={403: {"description": "names a rollout"}, 404: {"description": "unknown or closed"},
+                          503: {"description": "end not published"}})
+async def close_session(session_id: str, request: Request, role: str = Depends(require_manager),
                         sessions: SessionManager = Depends(get_sessions)) -> SessionRecord | JSONResponse:
     """Close a session (calls in flight finish first); its records. 404 naming it when unknown or closed."""
-    if (denied := _unauthorized(state, request)) is not None:
-        return denied
     try:
+        if (denied := _forbidden(role, sessions.get(session_id).spec)) is not None:
+            return denied
         session = await sessions.close(session_id, "closed by DELETE /v1/sessions")
     except SessionNotFound as exc:
         return _error(404, str(exc))
@@ -148,12 +167,10 @@ async def close_session(session_id: str, request: Request, state: GatewayState =
     return _record(request, session, closed=True)
 
 
-@router.get("/sessions/{session_id}/v1/models", response_model=None)
-async def session_models(session_id: str, request: Request, state: GatewayState = Depends(get_state),
+@router.get("/models", response_model=None)
+async def session_models(session_id: str, state: GatewayState = Depends(get_state),
                          sessions: SessionManager = Depends(get_sessions)) -> Response:
     """`GET /v1/models` within a session; 404 naming it when unknown or closed."""
-    if (denied := _unauthorized(state, request)) is not None:
-        return denied
     try:
         sessions.get(session_id)
     except SessionNotFound as exc:
@@ -189,13 +206,11 @@ def _response_headers(response: Response) -> dict[str, str]:
     return {k: v for k, v in response.headers.items() if k.lower() not in ("content-length", "content-type")}
 
 
-@router.post("/sessions/{session_id}/v1/chat/completions", response_model=None,
+@router.post("/chat/completions", response_model=None,
              responses={404: {"description": "unknown or closed session"}, 503: {"description": "not recorded"}})
 async def session_chat(session_id: str, request: Request, state: GatewayState = Depends(get_state),
                        sessions: SessionManager = Depends(get_sessions)) -> Response:
     """One recorded chat completion of a session (see the module docstring)."""
-    if (denied := _unauthorized(state, request)) is not None:
-        return denied
     try:
         session = sessions.get(session_id)
     except SessionNotFound as exc:

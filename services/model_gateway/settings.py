@@ -23,7 +23,10 @@ class GatewaySettings(ServiceSettings):
 
     `admin_token` (`GATEWAY_ADMIN_TOKEN`, the `/admin` routes) and `api_keys` (`GATEWAY_API_KEYS`, comma-separated
     keys of the OpenAI routes) are `SecretStr`; empty leaves those routes open, which only local mode allows:
-    outside it (`common.secrets`), an empty or well-known one raises ValueError naming it. `replica_api_key`
+    outside it (`common.secrets`), an empty or well-known one raises ValueError naming it. `runner_keys`
+    (`GATEWAY_RUNNER_KEYS`, comma-separated, `SecretStr`): the runners' keys, accepted wherever an API key is and
+    the only keys that may open a session naming a rollout (none set while API keys are: no one may; no key
+    at all: the gateway is open). A key in both lists raises ValueError. `replica_api_key`
     (`GATEWAY_REPLICA_API_KEY`, `SecretStr`) is the bearer token the gateway sends to its replicas (vLLM's
     `--api-key`); empty: none. A client's own `Authorization` is never forwarded."""
 
@@ -58,6 +61,7 @@ class GatewaySettings(ServiceSettings):
     session_sweep_interval_s: float = Field(default=5.0, gt=0)
     admin_token: SecretStr = SecretStr("")
     api_keys: SecretStr = SecretStr("")
+    runner_keys: SecretStr = SecretStr("")
     replica_api_key: SecretStr = SecretStr("")
 
     @property
@@ -70,11 +74,20 @@ class GatewaySettings(ServiceSettings):
         """`api_keys` split on commas (empty: the OpenAI routes are open)."""
         return comma_list(reveal(self.api_keys))
 
+    @property
+    def runner_key_list(self) -> list[str]:
+        """`runner_keys` split on commas."""
+        return comma_list(reveal(self.runner_keys))
+
     @model_validator(mode="after")
     def _no_weak_secrets(self) -> GatewaySettings:
         redis_address, redis_password = redis_secrets(self.redis_url)
         check_service_secrets("gateway", self.local_mode, {"GATEWAY_HOST": self.host, **redis_address},
                               {"GATEWAY_ADMIN_TOKEN": self.admin_token, "GATEWAY_API_KEYS": self.api_keys,
+                               "GATEWAY_RUNNER_KEYS": self.runner_keys,
                                "GATEWAY_REPLICA_API_KEY": self.replica_api_key, **redis_password},
                               required=["GATEWAY_ADMIN_TOKEN", "GATEWAY_API_KEYS"])
+        if set(self.runner_key_list) & set(self.api_key_list):
+            raise ValueError("GATEWAY_RUNNER_KEYS and GATEWAY_API_KEYS share a key: a runner's key must be its own "
+                             "(only it may open sessions naming a rollout)")
         return self

@@ -3,9 +3,11 @@
 1. The runner opens a gateway session for the rollout (`POST /v1/sessions`, `episode_events: false`: the runner
    publishes the episode's start and end itself) and notes the env's last executed action (`GET /execute_log`).
 2. It starts the program (the command line `RUNNER_EXTERNAL_AGENTS` maps the run's `agent_options.command`
-   to; its own process group) with only `INHERITED_ENV` of the runner's environment (never its secrets) and:
-   `OSWORLD_SERVER_URL` (the env pod's OSWorld HTTP server), `OPENAI_BASE_URL` (the session's),
-   `OPENAI_API_KEY` (`RUNNER_GATEWAY_API_KEY`, else `EMPTY`), `CUA_MODEL`, `CUA_INSTRUCTION`, `CUA_MAX_STEPS`,
+   to; its own process group) in its bubblewrap sandbox (`external_sandbox.py`: no view of the runner's
+   processes, files or secrets; network only to the env and the session) with only `INHERITED_ENV` of the
+   runner's environment (never its secrets) and: `OSWORLD_SERVER_URL` (the env pod's OSWorld HTTP server),
+   `OPENAI_BASE_URL` (the session's), `OPENAI_API_KEY` (the session's own token: valid on that URL only,
+   never the runner's gateway key), `CUA_MODEL`, `CUA_INSTRUCTION`, `CUA_MAX_STEPS`,
    `CUA_SCREEN_WIDTH` / `CUA_SCREEN_HEIGHT` (pixels), `CUA_SESSION_ID`, and `CUA_RESULT_FILE`: where the
    program may write its verdict, `DONE` or `FAIL` (the task's evaluator reads the last action: an
    infeasible task scores 1 on `FAIL`, as in OSWorld).
@@ -23,12 +25,14 @@ The caller (`rollout.py`) then scores the final state with the task's evaluator.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shlex
 import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,9 +42,12 @@ import httpx
 from common.events import ExecResult, ParsedAction, StepEvent
 from common.run import RolloutJob
 from common.status import RolloutStatus
+from services.runner.external_sandbox import SandboxUnavailable, sandbox
 from services.runner.outcome import EpisodeStop, RolloutOutcome, StepTotals
 from services.runner.publisher import EventPublisher
 from services.runner.settings import RunnerSettings
+
+log = logging.getLogger(__name__)
 
 #: Characters of the program's stderr kept in the error of a failed run (its end).
 STDERR_CHARS = 2000
@@ -114,13 +121,15 @@ def join_steps(records: list[dict[str, Any]], actions: list[dict[str, Any]]) -> 
 INHERITED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "PYTHONPATH", "VIRTUAL_ENV", "SSL_CERT_FILE")
 
 
-def program_env(episode: ExternalEpisode, base_url: str, session_id: str, result_file: Path) -> dict[str, str]:
+def program_env(episode: ExternalEpisode, env_url: str, base_url: str, session: dict[str, Any],
+                result_file: Path) -> dict[str, str]:
     """The program's environment: `INHERITED_ENV` from the runner's, and the episode's variables (module
-    docstring)."""
-    key = episode.settings.gateway_api_key
+    docstring): `env_url` and `base_url` as the program reaches them (its sandbox's relays), the session's own
+    token as its key."""
     inherited = {name: os.environ[name] for name in INHERITED_ENV if name in os.environ}
-    return {**inherited, "OSWORLD_SERVER_URL": episode.env_url, "OPENAI_BASE_URL": base_url,
-            "OPENAI_API_KEY": key.get_secret_value() if key else "EMPTY", "CUA_MODEL": episode.job.model,
+    session_id = str(session["session_id"])
+    return {**inherited, "OSWORLD_SERVER_URL": env_url, "OPENAI_BASE_URL": base_url,
+            "OPENAI_API_KEY": str(session.get("token") or "EMPTY"), "CUA_MODEL": episode.job.model,
             "CUA_INSTRUCTION": episode.job.task.instruction, "CUA_MAX_STEPS": str(episode.job.max_steps),
             "CUA_SCREEN_WIDTH": str(episode.screen[0]), "CUA_SCREEN_HEIGHT": str(episode.screen[1]),
             "CUA_SESSION_ID": session_id, "CUA_RESULT_FILE": str(result_file)}
@@ -145,6 +154,24 @@ def _run_program(argv: list[str], env: dict[str, str], timeout_s: float, work: P
                 os.killpg(process.pid, signal.SIGKILL)  # the program's children too
             process.wait()
     return code, stderr_path.read_text(errors="replace")[-STDERR_CHARS:]
+
+
+@contextlib.contextmanager
+def _confined(argv: list[str], work: Path, episode: ExternalEpisode,
+              session: dict[str, Any]) -> Iterator[tuple[list[str], str, str]]:
+    """(the command line to run, the env's URL and the session's base URL as the program sees them): in its
+    sandbox; without one only when `RUNNER_EXTERNAL_UNSANDBOXED` allows it.
+    Raises: EpisodeStop(setup_error) naming why the sandbox cannot be built."""
+    try:
+        with sandbox(argv, work, episode.env_url, episode.settings.gateway_url, session["path"]) as box:
+            yield box.argv, box.env_url, box.base_url
+            return
+    except SandboxUnavailable as exc:
+        if not episode.settings.external_unsandboxed:
+            raise EpisodeStop(RolloutStatus.SETUP_ERROR, f"the external agent's sandbox cannot be built ({exc}); "
+                              f"set RUNNER_EXTERNAL_UNSANDBOXED=1 to run it without one") from exc
+        log.warning("external agent runs UNSANDBOXED (RUNNER_EXTERNAL_UNSANDBOXED=1): %s", exc)
+    yield argv, episode.env_url, session["base_url"]
 
 
 def _gateway(settings: RunnerSettings) -> httpx.Client:
@@ -179,8 +206,9 @@ def run_external(episode: ExternalEpisode) -> RolloutOutcome:
             result_file = work / "result.txt"
             started = time.monotonic()
             totals.timings.first_model_at = started
-            code, stderr = _run_program(argv, program_env(episode, info["base_url"], info["session_id"], result_file),
-                                        timeout_s, work)
+            with _confined(argv, work, episode, info) as (run_argv, env_url, base_url):
+                code, stderr = _run_program(run_argv, program_env(episode, env_url, base_url, info, result_file),
+                                            timeout_s, work)
             program_ms = (time.monotonic() - started) * 1000.0
             verdict = result_file.read_text().strip().upper() if result_file.exists() else None
         try:

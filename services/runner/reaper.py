@@ -33,12 +33,10 @@ import time
 import uuid
 
 import redis
-from rq import Queue
-from rq.job import Job
 from rq.registry import ScheduledJobRegistry, StartedJobRegistry
 from rq.timeouts import TimerDeathPenalty
 
-from common import keys
+from common import keys, rqjobs
 from common import redis_typed as rt
 from common.envhealth import readmit_recovered
 from common.envpool import EnvPool
@@ -160,13 +158,13 @@ class Reaper:
         takes its lock over only at its next maintenance. Returns the job ids enqueued."""
         moved: list[str] = []
         for name in self.queue_names:
-            registry = ScheduledJobRegistry(name, connection=self.client)
+            registry = ScheduledJobRegistry(name, connection=self.client, **rqjobs.REGISTRY_OPTIONS)
             job_ids = registry.get_jobs_to_schedule(int(now_epoch - OVERDUE_S))
             if not job_ids:
                 continue
-            queue = Queue(name, connection=self.client)
+            queue = rqjobs.queue(name, self.client)
             with self.client.pipeline() as pipe:
-                for job in Job.fetch_many(job_ids, connection=self.client):
+                for job in rqjobs.fetch_many(job_ids, self.client):
                     if job is not None:
                         queue._enqueue_job(job, pipeline=pipe, at_front=job.should_enqueue_at_front())
                         moved.append(job.id)
@@ -192,7 +190,8 @@ class Reaper:
         seen: set[str] = set()
         for name in self.queue_names:
             # Timer-based timeouts: RQ's default (SIGALRM) works only in the main thread.
-            registry = StartedJobRegistry(name, connection=self.client, death_penalty_class=TimerDeathPenalty)
+            registry = StartedJobRegistry(name, connection=self.client, death_penalty_class=TimerDeathPenalty,
+                                          **rqjobs.REGISTRY_OPTIONS)
             entries = rt.zrange(self.client, registry.key, 0, -1)
             dead_entries = []
             job_ids = [registry.parse_job_id(rt.text(entry)) for entry in entries]

@@ -96,6 +96,9 @@ class RunnerSettings(ServiceSettings, EventShardSettings):
     #: External agents (services/runner/external.py): a run's `agent_options.command` name -> the command line
     #: the runner starts (JSON object in `RUNNER_EXTERNAL_AGENTS`; split like a shell, never run by one).
     external_agents: dict[str, str] = Field(default_factory=dict)
+    #: Run external agents without their bubblewrap sandbox when it cannot be built (`RUNNER_EXTERNAL_UNSANDBOXED`;
+    #: default False: the episode is a setup_error naming why). services/runner/external_sandbox.py.
+    external_unsandboxed: bool = False
     settle_max_s: float = Field(default=2.0, ge=0.0)
     settle_quiet_s: float = Field(default=0.5, ge=0.0)
     settle_no_change_s: float = Field(default=2.0, ge=0.0)  # nothing shown yet: OSWorld's fixed 2 s

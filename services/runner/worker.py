@@ -27,7 +27,7 @@ from rq.job import Job
 from rq.worker.base import BaseWorker
 
 import services.runner.job as rollout_job  # loaded before forking: work-horses inherit it, never import it
-from common import keys
+from common import keys, rqjobs
 from common.processes import die_with_parent
 from common.service import redis_client, setup_logging, start_metrics_port
 from common.settings import comma_list
@@ -116,7 +116,8 @@ class ThreadedInlineRolloutWorker(PromptSchedulerStop, ThreadedRolloutWorker):
 def make_worker(settings: RunnerSettings, queues: list[Queue], client: redis.Redis) -> BaseWorker:
     """The RQ worker of `settings` on `queues`: forking (`fork`), inline one rollout at a time, or inline with
     `settings.rollouts_at_once` slot threads."""
-    common: dict[str, Any] = {"connection": client, "maintenance_interval": settings.maintenance_interval_s}
+    common: dict[str, Any] = {"connection": client, "maintenance_interval": settings.maintenance_interval_s,
+                              **rqjobs.WORKER_OPTIONS}
     if settings.execution == "fork":
         return RolloutWorker(queues, work_horse_killed_handler=on_work_horse_killed, **common)
     if settings.rollouts_at_once == 1:
@@ -164,7 +165,7 @@ def work(settings: RunnerSettings) -> bool:
         while True:
             client = redis_client(settings.redis_url, socket_timeout_s=None)  # RQ blocks in BLPOP
             try:
-                queues = [Queue(name, connection=client) for name in names]
+                queues = [rqjobs.queue(name, client) for name in names]
                 worker = make_worker(settings, queues, client)
                 return bool(worker.work(with_scheduler=settings.with_scheduler, burst=settings.burst,
                                         logging_level=settings.log_level))

@@ -4,7 +4,8 @@ The entries of one trajectory are written in stream order, phase by phase:
 
 - a run of consecutive step events is one phase: every step goes to the put pool at once (one task
   per step: its PNG, then its JSON) and they are awaited together;
-- a start event is a phase of its own (attempt check, older attempt's cleanup, `attempt.json`);
+- a start event is a phase of its own (attempt check, older attempt's cleanup when the runners' count of
+  attempts confirms it, `attempt.json`);
 - an end event is two phases: its final files (one task), then `manifest.json`, so a manifest is
   only ever written after every entry before it in the stream was written.
 
@@ -26,7 +27,10 @@ from dataclasses import dataclass
 
 from common.events import EpisodeEvent, StepEvent, blobs_of
 from common.objectstore import ObjectStore
-from services.storage_sink.writer import TrajectoryWriter, Write
+from services.storage_sink.writer import TrajectoryWriter, UnconfirmedAttempt, Write
+
+#: The runners' count of a rollout's attempts (`common.attempts.current`), by rollout id.
+AttemptCounter = Callable[[str], int]
 
 log = logging.getLogger(__name__)
 
@@ -72,8 +76,10 @@ def _phases(entries: Sequence[Entry]) -> list[list[Entry]]:
 class TrajectoryBatch:
     """Writes the entries of one trajectory (`prefix`) with `writer`, puts on `pool`."""
 
-    def __init__(self, writer: TrajectoryWriter, pool: Executor, prefix: str, on_failure: FailureHandler) -> None:
+    def __init__(self, writer: TrajectoryWriter, pool: Executor, prefix: str, on_failure: FailureHandler,
+                 counted: AttemptCounter) -> None:
         self.writer = writer
+        self.counted = counted
         self.pool = pool
         self.prefix = prefix
         self.on_failure = on_failure
@@ -110,7 +116,9 @@ class TrajectoryBatch:
     def _start(self, entry: Entry, current: int, outcomes: dict[bytes, Outcome]) -> bool:
         assert isinstance(entry.event, EpisodeEvent)
         try:
-            written = self.writer.write_start(self.prefix, entry.event, current)
+            event = entry.event
+            counted = self.counted(event.rollout_id) if event.attempt > max(current, 1) else 0
+            written = self.writer.write_start(self.prefix, event, current, counted)
         except Exception as exc:
             return self._fail(entry, exc, outcomes)
         outcomes[entry.entry_id] = Outcome.WRITTEN if written else Outcome.DROPPED
@@ -122,6 +130,9 @@ class TrajectoryBatch:
             assert isinstance(entry.event, StepEvent)
             if entry.event.attempt < current:
                 outcomes[entry.entry_id] = Outcome.DROPPED
+            elif entry.event.attempt > max(current, 1):
+                if not self._fail(entry, _unstarted(self.prefix, entry.event, current), outcomes):
+                    return False
             else:
                 jobs.append((entry, self.writer.step_puts(self.prefix, entry.event, entry.png, entry.fields[b"data"],
                                                               entry.png_key, entry.record_key,
@@ -133,6 +144,8 @@ class TrajectoryBatch:
         if entry.event.attempt < current:
             outcomes[entry.entry_id] = Outcome.DROPPED
             return True
+        if entry.event.attempt > max(current, 1):
+            return self._fail(entry, _unstarted(self.prefix, entry.event, current), outcomes)
         try:
             body, manifest = self.writer.end_puts(self.prefix, entry.event)
         except Exception as exc:  # malformed evaluation files
@@ -157,6 +170,12 @@ class TrajectoryBatch:
             else:
                 outcomes[entry.entry_id] = Outcome.WRITTEN
         return go_on
+
+
+def _unstarted(prefix: str, event: StepEvent | EpisodeEvent, current: int) -> UnconfirmedAttempt:
+    """The error of a step or end of an attempt whose start was not written (refused, or never sent)."""
+    return UnconfirmedAttempt(f"{type(event).__name__} of attempt {event.attempt} of {prefix} refused: the "
+                              f"trajectory's started attempt is {current} (no start of attempt {event.attempt})")
 
 
 def _put_all(store: ObjectStore, puts: list[Write]) -> None:

@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 import redis
 from prometheus_client import Counter, Histogram
 
-from common import keys
+from common import attempts, keys
 from common.events import decode_event, png_key_of, record_key_of
 from services.storage_sink.batch import Entry, Outcome, TrajectoryBatch
 from services.storage_sink.dead_letters import DeadLetters
@@ -37,7 +37,7 @@ from services.storage_sink.locks import BatchLocks
 from services.storage_sink.outage import rounds_until_written
 from services.storage_sink.settings import SinkSettings
 from services.storage_sink.stream_group import Entries, StreamGroup, in_stream_order
-from services.storage_sink.writer import CorruptBlob, TrajectoryWriter
+from services.storage_sink.writer import CorruptBlob, TrajectoryWriter, UnconfirmedAttempt
 
 log = logging.getLogger(__name__)
 
@@ -83,11 +83,20 @@ class SinkConsumer:
         self._trajectories.shutdown()
         self._puts.shutdown()
 
+    def _counted(self, rollout_id: str) -> int:
+        """The runners' count of the rollout's attempts (`common.attempts`). Raises: redis.RedisError."""
+        return attempts.current(self.client, rollout_id)
+
     def _failed(self, entry: Entry, exc: Exception) -> bool:
         """An entry's write raised: True when it was dead-lettered (disposed of), False when it stays
-        pending (the store is down: an outage; or it has deliveries left). Raises: redis.RedisError."""
+        pending (the store is down: an outage; or it has deliveries left). An unconfirmed attempt's start is
+        dead-lettered at once (a retry cannot change it). Raises: redis.RedisError."""
         if isinstance(exc, redis.RedisError):
             raise exc
+        if isinstance(exc, UnconfirmedAttempt):
+            log.error("%s", exc)
+            self._dead_letter(entry.entry_id, entry.fields, str(exc))
+            return True
         if not self.writer.store.healthy():
             self.outage = True
             log.warning("object store down, write of %s left pending: %r", entry.entry_id, exc)
@@ -107,7 +116,7 @@ class SinkConsumer:
         (`BatchLocks`), else it is waited for here (all pending when another sink keeps it)."""
         started = time.perf_counter()
         if locked:
-            outcomes = TrajectoryBatch(self.writer, self._puts, prefix, self._failed).write(entries)
+            outcomes = TrajectoryBatch(self.writer, self._puts, prefix, self._failed, self._counted).write(entries)
         else:
             outcomes = self._write_waiting_for_lock(prefix, entries)
         elapsed = (time.perf_counter() - started) / len(entries)
@@ -127,7 +136,7 @@ class SinkConsumer:
             log.warning("trajectory %s locked by another sink: %d entries left pending", prefix, len(entries))
             return {entry.entry_id: Outcome.PENDING for entry in entries}
         try:
-            return TrajectoryBatch(self.writer, self._puts, prefix, self._failed).write(entries)
+            return TrajectoryBatch(self.writer, self._puts, prefix, self._failed, self._counted).write(entries)
         finally:
             try:
                 lock.release()

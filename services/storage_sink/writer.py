@@ -5,7 +5,10 @@ started attempt), `image_{step:04d}.png` (copied inside the store from the blob 
 or written from the bytes of an entry that carried them), `step_{step:04d}.json`, `final_messages.json`, `reward.txt`
 (only when the reward is not null), `manifest.json`. Keys are deterministic, so a redelivered event
 rewrites the same bytes. Steps and end events of an attempt older than `attempt.json` are dropped, and
-a newer attempt's start deletes the older attempt's steps: two attempts never mix. The manifest names
+a newer attempt's start deletes the older attempt's steps: two attempts never mix. That start is believed only
+when the runners' own count of the rollout's attempts (`common.attempts`, in Redis, which only runners
+increment) has reached it: a start event alone (a gateway session names its rollout and attempt) never deletes
+anything; an unconfirmed one raises `UnconfirmedAttempt` (dead-lettered, nothing written or deleted). The manifest names
 the attempt's `num_steps` step files. Callers serialise writes of one trajectory (the sink holds a
 per-trajectory Redis lock), so the attempt check and the write cannot interleave across sinks.
 
@@ -55,6 +58,11 @@ class Put:
     def run(self, store: ObjectStore) -> None:
         """`store.put` this object. Raises: whatever the store raises."""
         store.put(self.key, self.data, self.content_type)
+
+
+class UnconfirmedAttempt(ValueError):
+    """A start event names a newer attempt than the runners have counted for its rollout: it is not believed
+    (its older attempt's data is kept); the message names the rollout and both numbers."""
 
 
 class MissingBlob(LookupError):
@@ -156,12 +164,18 @@ class TrajectoryWriter:
         puts.append(Put(step_file, body, "application/json"))
         return puts
 
-    def write_start(self, prefix: str, event: EpisodeEvent, current: int) -> bool:
+    def write_start(self, prefix: str, event: EpisodeEvent, current: int, counted: int = 0) -> bool:
         """Record a started attempt (`current` is the trajectory's recorded one); a newer attempt first
-        deletes the older attempt's steps and final files. False when `event` is older than `current`."""
+        deletes the older attempt's steps and final files, when `counted` (the runners' count of the rollout's
+        attempts, `common.attempts.current`) confirms it. False when `event` is older than `current`.
+        Raises: UnconfirmedAttempt for a newer attempt > 1 that `counted` does not reach (nothing written)."""
         if event.attempt < current:
             return False
         if event.attempt > current and event.attempt > 1:  # attempts are 1-based: none older than 1 exists
+            if counted < event.attempt:
+                raise UnconfirmedAttempt(
+                    f"start of attempt {event.attempt} of rollout {event.rollout_id!r} ({prefix}) refused: the "
+                    f"runners counted {counted} attempt(s) of it, so its attempt {current}'s data is kept")
             self._drop_older_steps(prefix, event.attempt)
         self.store.put(f"{prefix}/attempt.json", _json({"attempt": event.attempt}), "application/json")
         if event.task_config is not None:

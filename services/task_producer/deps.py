@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import Annotated
 
 import redis
-from fastapi import Depends, Path, Request
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi import Path, Request
+from fastapi.security import HTTPBearer
 
-from common.auth import check_token
+from common.auth import bearer_roles
 from common.ids import (
     FILE_NAME_MAX,
     FILE_NAME_PATTERN,
@@ -59,10 +59,9 @@ BEARER = HTTPBearer(auto_error=False, description="`Authorization: Bearer <PRODU
 UI_COOKIE = "cua_token"
 
 
-def require_token(request: Request, credentials: HTTPAuthorizationCredentials | None = Depends(BEARER)) -> None:
-    """Every `/v1` and `/ui` route: `Authorization: Bearer <PRODUCER_API_TOKEN>`, or the dashboard's
-    cookie (`UI_COOKIE`); open when the token is not set. Raises: HTTPException(401)."""
-    token = get_settings(request).api_token
-    if credentials is None and cookie_ok(request.cookies.get(UI_COOKIE), token):  # `common.ui_session`
-        return
-    check_token(credentials.credentials if credentials else None, token, "PRODUCER_API_TOKEN")
+#: The dependency of every `/v1` and `/ui` router (`common.auth.bearer_roles`): `Authorization: Bearer
+#: <PRODUCER_API_TOKEN>`, or the dashboard's session cookie (`UI_COOKIE`, `common.ui_session`: a signed, expiring
+#: proof of the token, never the token); open when the token is not set.
+#: Raises: HTTPException(401).
+require_token = bearer_roles(lambda request: {"submitter": get_settings(request).api_token}, "PRODUCER_API_TOKEN",
+                             cookie=UI_COOKIE, cookie_proves=cookie_ok)

@@ -13,7 +13,7 @@ from rq import Callback, Queue, Retry, Worker
 from rq.exceptions import NoSuchJobError
 from rq.job import Job
 
-from common import attempts, keys
+from common import attempts, keys, rqjobs
 from common import redis_typed as rt
 from common.osworld_features import unsupported_by_catalogue
 from common.run import ON_FAILURE_CALLBACK, ROLLOUT_JOB_FUNC, RolloutJob, RunRequest, make_rollout_id, rq_job_id
@@ -52,7 +52,7 @@ def unsupported_message(tasks: list[OSWorldTask], unsupported: dict[str, list[st
 
 def queue_for(client: redis.Redis, priority: str) -> Queue:
     """The RQ queue of a priority (`high|default|low`)."""
-    return Queue(keys.QUEUE_NAMES[priority], connection=client)
+    return rqjobs.queue(keys.QUEUE_NAMES[priority], client)
 
 
 def enqueue_run(client: redis.Redis, request: RunRequest, settings: ProducerSettings,
@@ -214,7 +214,7 @@ def cancel_run(client: redis.Redis, run_id: str) -> int:
         for index in range(int(counts.get(task_id.encode(), meta.rollouts_per_task))):
             job_id = rq_job_id(run_id, task_id, index)
             try:
-                job = Job.fetch(job_id, connection=client)
+                job = rqjobs.fetch(job_id, client)
             except NoSuchJobError:
                 continue
             if job.get_status(refresh=True) in ("queued", "scheduled", "deferred"):
@@ -237,10 +237,10 @@ def cancel_run(client: redis.Redis, run_id: str) -> int:
 
 def queue_stats(client: redis.Redis) -> list[dict[str, Any]]:
     """Per queue: depth (waiting jobs), started, failed, deferred, scheduled, finished, workers."""
-    workers = Worker.all(connection=client)
+    workers = Worker.all(connection=client, serializer=rqjobs.SERIALIZER)
     stats = []
     for priority, name in keys.QUEUE_NAMES.items():
-        queue = Queue(name, connection=client)
+        queue = rqjobs.queue(name, client)
         stats.append(
             {
                 "queue": name,

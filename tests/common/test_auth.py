@@ -12,7 +12,17 @@ from fastapi import Depends, FastAPI
 from pydantic import SecretStr
 
 from common import auth
-from common.auth import accepted_tokens, bearer_auth, parse_bearer, token_matches, token_ok, warn_if_open
+from common.auth import (
+    OPEN,
+    accepted_tokens,
+    bearer_auth,
+    bearer_roles,
+    matching_role,
+    parse_bearer,
+    token_matches,
+    token_ok,
+    warn_if_open,
+)
 from tests.servers import serve_app
 
 
@@ -73,6 +83,12 @@ def guarded() -> Iterator[str]:
     def open_route() -> dict[str, bool]:
         return {"ok": True}
 
+    roles = {"api": ["a1", "a2"], "runner": [SecretStr("r1")]}
+
+    @app.get("/role")
+    async def role(who: str = Depends(bearer_roles(lambda _: roles, "MY_ROLES", cookie="c"))) -> dict[str, str]:
+        return {"role": who}
+
     with serve_app(app) as url:
         yield url
 
@@ -91,3 +107,17 @@ def test_dependency_over_http(guarded: str) -> None:
         assert client.get("/open").json() == {"ok": True}
         schemes = client.get("/openapi.json").json()["components"]["securitySchemes"]
         assert schemes["HTTPBearer"]["scheme"] == "bearer"
+
+
+def test_matching_role_names_the_role_of_the_token() -> None:
+    roles = {"api": ["a1", "shared"], "runner": ["r1", "shared"]}
+    assert [matching_role(t, roles) for t in ("a1", "r1", "shared", "x", None)] == ["api", "runner", "api", None, None]
+    assert matching_role(None, {"api": [], "runner": [SecretStr("")]}) == OPEN  # no token anywhere: open
+
+
+def test_role_dependency_over_http(guarded: str) -> None:
+    with httpx.Client(base_url=guarded, timeout=10) as client:
+        assert client.get("/role", headers={"Authorization": "Bearer r1"}).json() == {"role": "runner"}
+        assert client.get("/role", cookies={"c": "a2"}).json() == {"role": "api"}  # the cookie when no header
+        denied = client.get("/role", headers={"Authorization": "Bearer r2"})
+        assert denied.status_code == 401 and "does not match MY_ROLES" in denied.json()["detail"]

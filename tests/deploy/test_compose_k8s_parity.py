@@ -37,7 +37,7 @@ SET_IN_BOTH = {
     "runner": ["RUNNER_GATEWAY_API_KEY", "RUNNER_S3_ACCESS_KEY", "RUNNER_S3_SECRET_KEY"],
     "producer": ["PRODUCER_API_TOKEN", "PRODUCER_GATEWAY_URL", "PRODUCER_GATEWAY_ADMIN_TOKEN", "S3_ACCESS_KEY",
                  "S3_SECRET_KEY"],
-    "gateway": ["GATEWAY_API_KEYS", "GATEWAY_ADMIN_TOKEN"],
+    "gateway": ["GATEWAY_API_KEYS", "GATEWAY_RUNNER_KEYS", "GATEWAY_ADMIN_TOKEN"],
     "sink": ["S3_ACCESS_KEY", "S3_SECRET_KEY"],
 }
 
@@ -125,8 +125,10 @@ def test_tokens_are_required_in_both(service: str) -> None:
 
 
 def test_runners_send_the_key_the_gateway_accepts_in_both() -> None:
-    assert compose_env("runner")["RUNNER_GATEWAY_API_KEY"] == compose_env("gateway")["GATEWAY_API_KEYS"]
-    assert k8s_env("runner")["RUNNER_GATEWAY_API_KEY"] == k8s_env("gateway")["GATEWAY_API_KEYS"]
+    assert compose_env("runner")["RUNNER_GATEWAY_API_KEY"] == compose_env("gateway")["GATEWAY_RUNNER_KEYS"]
+    assert k8s_env("runner")["RUNNER_GATEWAY_API_KEY"] == k8s_env("gateway")["GATEWAY_RUNNER_KEYS"]
+    for env in (compose_env, k8s_env):  # the runners' key is not the OpenAI clients' one
+        assert env("gateway")["GATEWAY_RUNNER_KEYS"] != env("gateway")["GATEWAY_API_KEYS"]
     assert k8s_env("producer")["PRODUCER_GATEWAY_ADMIN_TOKEN"] == k8s_env("gateway")["GATEWAY_ADMIN_TOKEN"]
 
 

@@ -17,10 +17,9 @@ from typing import Any
 import httpx
 import pytest
 import redis
-from rq import Queue, Worker
-from rq.job import Job
+from rq import Worker
 
-from common import keys, osworld_features
+from common import keys, osworld_features, rqjobs
 from common.envpool import EnvPool
 from common.events import EpisodeEvent, decode_event
 from common.run import rq_job_id
@@ -76,7 +75,8 @@ def _run(stack: dict[str, Any], run_id: str, tasks: list[dict[str, Any]]) -> dic
     """Submit over HTTP, drain the queue with one forking RQ worker, return the run's records by task id."""
     response = stack["http"].post("/v1/runs", json={"tasks": tasks, "run_id": run_id, "max_steps": 3})
     assert response.status_code == 201, response.text
-    worker = Worker([Queue(keys.QUEUE_NAMES["default"], connection=stack["redis"])], connection=stack["redis"])
+    worker = Worker([rqjobs.queue(keys.QUEUE_NAMES["default"], stack["redis"])], connection=stack["redis"],
+                    **rqjobs.WORKER_OPTIONS)
     worker.work(burst=True, with_scheduler=False)
     return {r.task_id: r for r in load_rollouts(stack["redis"], run_id).values()}
 
@@ -93,7 +93,7 @@ def test_a_failing_setup_step_is_a_setup_error_run_once(stack: dict[str, Any]) -
     record = records["bad-setup"]
     assert (record.status, record.reward, record.attempt) == ("setup_error", None, 1)
     assert "example.invalid/data.csv" in (record.error or "")
-    job = Job.fetch(rq_job_id("setup-run", "bad-setup", 0), connection=stack["redis"])
+    job = rqjobs.fetch(rq_job_id("setup-run", "bad-setup", 0), stack["redis"])
     assert job.get_status() == "finished"  # not failed, not scheduled for a retry
 
 
@@ -111,7 +111,7 @@ def test_a_crashing_checker_is_a_runner_error_with_traceback_run_once(
     record = records["bug"]
     assert (record.status, record.reward, record.attempt) == ("runner_error", None, 1)
     assert "ZeroDivisionError" in (record.error or "") and "buggy_checker" in (record.error or "")
-    job = Job.fetch(rq_job_id("bug-run", "bug", 0), connection=stack["redis"])
+    job = rqjobs.fetch(rq_job_id("bug-run", "bug", 0), stack["redis"])
     assert job.get_status() == "failed" and "RunnerBug" in (job.latest_result().exc_string or "")
     summary = stack["http"].get("/v1/runs/bug-run").json()
     assert summary["finished"] and summary["success_rate"] is None  # a bug is not a policy failure
@@ -133,8 +133,8 @@ def test_a_finished_rollout_records_where_its_env_time_went(stack: dict[str, Any
     task = _task("timed", instruction=DONE_SCRIPT["instruction"])
     response = stack["http"].post("/v1/runs", json={"tasks": [task], "run_id": "timed-run", "max_steps": 3})
     assert response.status_code == 201, response.text
-    RolloutWorker([Queue(keys.QUEUE_NAMES["default"], connection=stack["redis"])],
-                  connection=stack["redis"]).work(burst=True, with_scheduler=False)
+    RolloutWorker([rqjobs.queue(keys.QUEUE_NAMES["default"], stack["redis"])],
+                  connection=stack["redis"], **rqjobs.WORKER_OPTIONS).work(burst=True, with_scheduler=False)
     (record,) = load_rollouts(stack["redis"], "timed-run").values()
     t = record.timings
     assert record.status == "completed" and record.num_steps == 1

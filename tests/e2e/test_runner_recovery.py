@@ -30,10 +30,9 @@ from typing import Any
 import httpx
 import pytest
 import redis
-from rq import Queue
 from rq.registry import StartedJobRegistry
 
-from common import keys
+from common import keys, rqjobs
 from common.env_client import DesktopEnvClient
 from common.envhealth import readmit_recovered
 from common.envpool import EnvPool
@@ -190,8 +189,8 @@ def test_a_reaper_that_never_saw_a_job_beat_trusts_its_first_beat_marker(redis_u
     """A reaper taking over from a dead worker's has never seen that worker's job beat: the job's first-beat
     marker (`keys.job_beat_seen`) lets it reclaim the job after the short grace, not the start-up one."""
     client = redis.Redis.from_url(redis_url)
-    queue = Queue("cua-default", connection=client)
-    registry = StartedJobRegistry(queue.name, connection=client)
+    queue = rqjobs.queue("cua-default", client)
+    registry = StartedJobRegistry(queue.name, connection=client, **rqjobs.REGISTRY_OPTIONS)
     for name in ("marked", "starting"):  # started (registry entry), no heartbeat key
         job = queue.enqueue("builtins.print", job_id=f"reaper-{name}")
         client.zadd(registry.key, {f"{job.id}:execution": time.time() + 600})

@@ -67,10 +67,11 @@ def test_the_program_gets_the_episodes_variables_and_none_of_the_runners_secrets
     settings = RunnerSettings(gateway_api_key="gw-key")  # type: ignore[arg-type]
     episode = ExternalEpisode(job({"command": "x"}), REF, "http://env:5000", (1920, 1080), settings,
                               None, StepTotals(AttemptTimings(picked_at=0.0)))  # type: ignore[arg-type]
-    env = program_env(episode, "http://gw/sessions/s-1/v1", "s-1", tmp_path / "result.txt")
-    assert "secret" not in repr(env) and env["PATH"] == "/usr/bin"
+    env = program_env(episode, "http://127.0.0.1:5000", "http://127.0.0.1:8000/sessions/s-1/v1",
+                      {"session_id": "s-1", "token": "cua-session-tok"}, tmp_path / "result.txt")
+    assert "secret" not in repr(env) and "gw-key" not in repr(env) and env["PATH"] == "/usr/bin"
     assert {k: env[k] for k in ("OSWORLD_SERVER_URL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "CUA_MODEL",
                                 "CUA_INSTRUCTION", "CUA_MAX_STEPS", "CUA_SCREEN_WIDTH", "CUA_SESSION_ID")} == {
-        "OSWORLD_SERVER_URL": "http://env:5000", "OPENAI_BASE_URL": "http://gw/sessions/s-1/v1",
-        "OPENAI_API_KEY": "gw-key", "CUA_MODEL": "m", "CUA_INSTRUCTION": "do it", "CUA_MAX_STEPS": "3",
+        "OSWORLD_SERVER_URL": "http://127.0.0.1:5000", "OPENAI_BASE_URL": "http://127.0.0.1:8000/sessions/s-1/v1",
+        "OPENAI_API_KEY": "cua-session-tok", "CUA_MODEL": "m", "CUA_INSTRUCTION": "do it", "CUA_MAX_STEPS": "3",
         "CUA_SCREEN_WIDTH": "1920", "CUA_SESSION_ID": "s-1"}

@@ -27,11 +27,10 @@ import httpx
 import pytest
 import redis
 from rq import Queue, Worker
-from rq.job import Job
 from rq.registry import FailedJobRegistry, FinishedJobRegistry, StartedJobRegistry
 
 import services.runner.job as rollout_job
-from common import keys, osworld_features
+from common import keys, osworld_features, rqjobs
 from common.envpool import EnvPool
 from common.events import EpisodeEvent, StepEvent, decode_event
 from common.polling import wait_until
@@ -109,7 +108,7 @@ def _submit(stack: dict[str, Any], run_id: str, tasks: list[dict[str, Any]], rol
 
 def _work(stack: dict[str, Any]) -> None:
     """Drain the default queue with the worker `RUNNER_EXECUTION=inline`, `RUNNER_CONCURRENCY=2` make, here."""
-    worker = make_worker(stack["settings"], [Queue(QUEUE, connection=stack["redis"])], stack["redis"])
+    worker = make_worker(stack["settings"], [rqjobs.queue(QUEUE, stack["redis"])], stack["redis"])
     assert isinstance(worker, ThreadedRolloutWorker) and worker.concurrency == 2
     worker.work(burst=True, with_scheduler=False)
 
@@ -168,8 +167,8 @@ def test_a_crashing_rollout_is_a_runner_error_and_the_other_finishes(
 
     (bug_end,) = index("bug", EpisodeEvent, "end")
     assert index("medium", EpisodeEvent, "start")[0] < bug_end < index("medium", StepEvent)[-1]
-    assert Job.fetch(rq_job_id("crash", "bug", 0), connection=stack["redis"]).get_status() == "failed"
-    assert Job.fetch(rq_job_id("crash", "medium", 0), connection=stack["redis"]).get_status() == "finished"
+    assert rqjobs.fetch(rq_job_id("crash", "bug", 0), stack["redis"]).get_status() == "failed"
+    assert rqjobs.fetch(rq_job_id("crash", "medium", 0), stack["redis"]).get_status() == "finished"
     assert FailedJobRegistry(QUEUE, connection=stack["redis"]).count == 1
 
 

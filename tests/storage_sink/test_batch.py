@@ -192,6 +192,7 @@ def test_episode_start_and_end_read_nothing_outside_the_trajectory(redis_url: st
     assert_complete(store, "a", 3)
     store.prefixes.clear()
     read.clear()
+    client.set(keys.attempt_counter("run-1:a:0"), 2)  # the runners counted the retry
     publish(client, episode("a", 2, attempt=2))  # a retried attempt lists its own step files only
     drain(sink)
     assert store.prefixes == ["run-1/a_0/step_"] and read == ["run-1/a_0"]

@@ -10,7 +10,7 @@ import pytest
 import redis
 from PIL import Image
 
-from common import keys
+from common import attempts, keys
 from common.events import EpisodeEvent, StepEvent, encode_event
 from common.objectstore import LocalDirStore, ObjectStore, S3Store
 from common.polling import free_port
@@ -180,6 +180,8 @@ def test_attempts_never_mix(redis_url: str, tmp_path: Path) -> None:
     sink = consumer(redis_url, store)
     publish_episode(client, attempt=1, steps=3, end=False)  # the first attempt died after 3 steps
     drain(sink)
+    attempts.start(client, REF["rollout_id"])
+    attempts.start(client, REF["rollout_id"])  # the runners counted the retry (the sink believes its start)
     publish_episode(client, attempt=2, steps=1, end=False)
     late = StepEvent(step=2, response="late", **REF, attempt=1)  # a straggler of attempt 1
     client.xadd(keys.EVENTS_STREAM, encode_event(late, png(9)))

@@ -24,10 +24,11 @@ router = APIRouter(prefix="/ui", tags=["dashboard"])
 templates = Jinja2Templates(directory=Path(__file__).with_name("templates"))
 
 
-def require_ui_token(request: Request, credentials: HTTPAuthorizationCredentials | None = Depends(BEARER)) -> None:
+async def require_ui_token(request: Request,
+                           credentials: HTTPAuthorizationCredentials | None = Depends(BEARER)) -> None:
     """`require_token` for dashboard pages. Raises: HTTPException(303) to `/ui/login` when it fails."""
     try:
-        require_token(request, credentials)
+        await require_token(request, credentials)
     except HTTPException:
         raise HTTPException(303, "log in first", headers={"Location": "/ui/login"}) from None
 

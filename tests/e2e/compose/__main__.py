@@ -9,7 +9,10 @@ every example rollout run in the containers, then everything torn down.
 3. `examples/tasks` submitted over HTTP from the host; every rollout must end as its script expects (as
    `make demo` checks), every trajectory's manifest must be in the bucket (read back through the
    producer), and `/ui`, `/metrics`, `/v1/queues` must answer (with the token; without it: 401).
-4. `docker compose down -v`, whatever happened. Exits 0 only when every check held; prints the times
+4. Attack 2 of issue 34 from inside a desktop container (`attack.py`): Python sent to its `/execute` and
+   `/run_python` tries Redis, the store, the producer, the gateway (by name, by address, through the host's
+   published ports) and must reach none; a runner's PING to Redis without the password must be refused.
+5. `docker compose down -v`, whatever happened. Exits 0 only when every check held; prints the times
    (build, up, up -> first finished run, whole run).
 """
 
@@ -32,6 +35,7 @@ from common.task import load_tasks
 from cua_rollout.client import RolloutClient
 from services.cli.commands.stack import load_expectations, mismatches
 from tests.e2e.compose import docker_host
+from tests.e2e.compose.attack import SERVICE_PORTS, check_desktop_isolation
 from tests.e2e.compose.docker_host import ROOT, DockerEngine
 
 log = logging.getLogger("compose-test")
@@ -73,6 +77,28 @@ def check_endpoints(producer: str, token: str) -> list[str]:
             problems.append(f"GET {path}: HTTP {response.status_code}")
     if httpx.get(producer + "/v1/queues", timeout=10).status_code != 401:
         problems.append("GET /v1/queues without the token was not refused (401)")
+    return problems
+
+
+def container_addresses(compose: Compose, services: list[str]) -> dict[str, list[str]]:
+    """Service -> the IP addresses of its containers on every network they are on (`docker inspect`)."""
+    addresses: dict[str, list[str]] = {}
+    for service in services:
+        ids = compose("ps", "-q", service, timeout_s=60, capture=True).stdout.split()
+        for container in ids:
+            shown = docker_host.run(["docker", "inspect", "-f",
+                                     "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}", container], 60)
+            addresses.setdefault(service, []).extend(shown.stdout.split())
+    return addresses
+
+
+def attack_from_desktop(compose: Compose, host_ports: list[int]) -> list[str]:
+    """Issue 34 attack 2 (`attack.check_desktop_isolation`); its problems."""
+    def exec_in(service: str, code: str) -> str:
+        return compose("exec", "-T", service, "python", "-c", code, timeout_s=300, capture=True).stdout
+
+    problems = check_desktop_isolation(exec_in, container_addresses(compose, list(SERVICE_PORTS)), host_ports)
+    log.info("attack from a desktop: %s", "; ".join(problems) or "every attempt refused or unreachable")
     return problems
 
 
@@ -145,9 +171,9 @@ def main() -> int:
         log.info("base images built here: %s", built or "none (all present)")
         env_file = args.work_dir / "test.env"
         secrets = write_env_file(env_file, force=True)
-        producer_port = free_port()
+        producer_port, gateway_port = free_port(), free_port()
         with env_file.open("a") as handle:
-            handle.write(f"CUA_PRODUCER_PORT={producer_port}\nCUA_GATEWAY_PORT={free_port()}\n")
+            handle.write(f"CUA_PRODUCER_PORT={producer_port}\nCUA_GATEWAY_PORT={gateway_port}\n")
         compose = Compose(env_file)
         try:
             t0 = time.monotonic()
@@ -162,6 +188,7 @@ def main() -> int:
             problems += run_problems
             times.update(run_times)
             problems += check_endpoints(producer, secrets["PRODUCER_TOKEN"])
+            problems += attack_from_desktop(compose, [producer_port, gateway_port])
         except Exception:
             subprocess.run([*compose.base, "ps", "-a"], check=False, timeout=60)
             subprocess.run([*compose.base, "logs", "--tail", "40"], check=False, timeout=120)

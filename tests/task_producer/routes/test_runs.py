@@ -10,10 +10,9 @@ import httpx
 import pytest
 import redis
 from rq import Queue
-from rq.job import Job
 from rq.scheduler import RQScheduler
 
-from common import keys
+from common import keys, rqjobs
 from common.envpool import EnvPool
 from common.runstate import RolloutRecord, record_rollout
 from common.status import RolloutStatus
@@ -201,9 +200,9 @@ def test_rollouts_keep_submission_order_and_scheduled_retries_jump_the_queue(
         producer: httpx.Client, redis_url: str) -> None:
     producer.post("/v1/runs", json={"tasks": [_task("a"), _task("b"), _task("c")], "run_id": "run-order"})
     client = redis.Redis.from_url(redis_url)
-    queue = Queue(keys.QUEUE_NAMES["default"], connection=client)
+    queue = rqjobs.queue(keys.QUEUE_NAMES["default"], client)
     assert queue.job_ids == ["run-order__a__0", "run-order__b__0", "run-order__c__0"]
-    job = Job.fetch("run-order__c__0", connection=client)
+    job = rqjobs.fetch("run-order__c__0", client)
     assert job.retries_left == 2 and job.enqueue_at_front_on_retry  # immediate retries go to the front
     queue.remove(job)  # c failed (e.g. its work-horse died) and RQ scheduled its retry, as Job.retry does
     queue.schedule_job(job, datetime.now(UTC) - timedelta(seconds=1))

@@ -9,9 +9,8 @@ from pathlib import Path
 import httpx
 import pytest
 import redis
-from rq import Queue
 
-from common import keys
+from common import keys, rqjobs
 from common.run import RolloutJob
 from services.task_producer.api import create_app
 from services.task_producer.settings import ProducerSettings
@@ -31,7 +30,7 @@ def test_agent_and_its_options_reach_every_rollout_job_with_the_defaults(produce
     response = producer.post("/v1/runs", json={"tasks": [task], "rollouts_per_task": 2, "agent": "osworld_prompt",
                                                "agent_options": {"observation_type": "som"}})
     assert response.status_code == 201, response.text
-    queue = Queue(keys.QUEUE_NAMES["default"], connection=redis.Redis.from_url(redis_url))
+    queue = rqjobs.queue(keys.QUEUE_NAMES["default"], redis.Redis.from_url(redis_url))
     jobs = [RolloutJob.model_validate(job.kwargs["payload"]) for job in queue.get_jobs()]
     assert len(jobs) == 2
     assert {job.agent for job in jobs} == {"osworld_prompt"}
