@@ -18,9 +18,9 @@ from tiny_chat import corpus
 FORMATS: dict[str, list[tuple[str, int]]] = {
     "osworld_pyautogui": [("```WAIT```", 9), ("```DONE```", 1)],
 }
-STEPS = 120
+STEPS = 100
 BATCH = 4
-MAX_CHARS = 1200
+MAX_CHARS = 800
 LEARNING_RATE = 3e-3
 
 

@@ -4,9 +4,13 @@ prompt ids vLLM reports are the real tokenizer's chat template of the messages."
 from __future__ import annotations
 
 import httpx
+import pytest
 
 from common.vllm_protocol import ChatCompletionResponse, read_tokens
 from tests.vllm_fixtures import VLLMReplicas, tokenizer_oracle
+
+#: The first test waits for the model build and the servers' start (minutes on busy cores).
+pytestmark = pytest.mark.timeout(1800)
 
 
 def test_both_replicas_answer_with_token_ids_and_logprobs(vllm_replicas: VLLMReplicas) -> None:
