@@ -184,7 +184,8 @@ def tiny_text_model() -> Path:
 @pytest.fixture(scope="session")
 def vllm_replicas(tiny_text_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[VLLMReplicas]:
     """Two real vLLM servers of `tiny_text_model`, shared by the xdist workers of this run (module docstring)."""
-    shared = tmp_path_factory.getbasetemp().parent
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # xdist: the run's root, not a worker's
     state_file, lock = shared / "vllm-replicas.json", shared / "vllm-replicas.lock"
     with file_lock(lock):
         state = json.loads(state_file.read_text()) if state_file.exists() else {"users": 0, "servers": []}

@@ -53,3 +53,24 @@ def logprob_mismatches(recorded: list[float], rescored: list[float]) -> list[tup
     """(position, recorded, rescored) where the two differ by more than `LOGPROB_TOLERANCE`."""
     return [(i, a, b) for i, (a, b) in enumerate(zip(recorded, rescored, strict=True))
             if not (math.isfinite(a) and abs(a - b) <= LOGPROB_TOLERANCE)]
+
+
+def response_spans(steps: list[dict[str, Any]], eos: int) -> list[tuple[int, int]]:
+    """Where each step's sampled reply sits in the next prompts (token carrying): from the end of its prompt, its
+    ids without a final end-of-turn token `eos` (the template writes that one after the reply's text too)."""
+    spans = []
+    for step in steps:
+        ids = step["token_ids"]
+        start = len(step["prompt_token_ids"])
+        spans.append((start, start + len(ids) - (1 if ids and ids[-1] == eos else 0)))
+    return spans
+
+
+def retemplated(prompt: list[int], spans: list[tuple[int, int]], texts: list[list[int]]) -> list[int]:
+    """`prompt` with each span of carried sampled ids replaced by the ids of the reply's text as the template
+    writes it (`texts`, the real tokenizer's encoding): for a carried prompt, the chat template's ids of the
+    request's messages."""
+    ids = list(prompt)
+    for (start, end), text in sorted(zip(spans, texts, strict=True), reverse=True):
+        ids[start:end] = text
+    return ids

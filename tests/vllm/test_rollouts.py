@@ -31,6 +31,8 @@ from tests.vllm.fidelity import (
     logprob_mismatches,
     request_messages,
     rescored_logprobs,
+    response_spans,
+    retemplated,
 )
 from tests.vllm_fixtures import VLLMReplicas, tokenizer_oracle
 
@@ -105,22 +107,34 @@ def test_every_step_records_the_sampled_tokens_their_text_and_their_logprobs(
 
 def test_prompt_ids_are_the_chat_template_of_the_request(stored_run: dict[str, Any],
                                                          vllm_replicas: VLLMReplicas) -> None:
-    steps = _all_steps(stored_run)
-    chats = [request_messages(stored_run["trajectories"][name]["final_messages"], step["step"])
-             for name, step in steps]
-    templated = tokenizer_oracle(vllm_replicas.model_dir, chats=chats)["chats"]
-    for (name, step), ids in zip(steps, templated, strict=True):
-        assert step["prompt_token_ids"] == ids, (name, step["step"])
-
-
-def test_next_prompt_extends_prompt_and_response(stored_run: dict[str, Any]) -> None:
-    """Measured per agent (one here): steps whose prompt does not start with the previous prompt + response."""
-    breaks = {name: extension_breaks(t["steps"]) for name, t in stored_run["trajectories"].items()}
-    later_steps = sum(max(0, len(t["steps"]) - 1) for t in stored_run["trajectories"].values())
-    broken = sum(len(b) for b in breaks.values())
-    print(f"\nosworld_prompt (a11y_tree) on vLLM: {broken}/{later_steps} later steps do not extend "
-          f"the previous prompt + response: {breaks}")
-    assert later_steps > 0
+    """Each prompt is the real chat template of the step's request messages, where each earlier reply is the
+    ids vLLM sampled for it (token carrying); and each later prompt extends the previous prompt + response.
+    Printed: how many earlier replies the template alone would have re-encoded into other ids."""
+    trajectories = stored_run["trajectories"]
+    chats, texts = [], []
+    for t in trajectories.values():
+        chats += [request_messages(t["final_messages"], step["step"]) for step in t["steps"]]
+        texts += [m["content"][0]["text"] for m in t["final_messages"] if m["role"] == "assistant"]
+    oracle = tokenizer_oracle(vllm_replicas.model_dir, chats=chats, encode=[*texts, "<|im_end|>"])
+    eos = oracle["encode"][-1][0]
+    templated, encoded = iter(oracle["chats"]), iter(oracle["encode"])
+    retokenised = replies = 0
+    for name, t in trajectories.items():
+        steps = t["steps"]
+        spans = response_spans(steps, eos)
+        reply_texts = [next(encoded) for m in t["final_messages"] if m["role"] == "assistant"]
+        for k, step in enumerate(steps):
+            expected = next(templated)
+            assert retemplated(step["prompt_token_ids"], spans[:k], reply_texts[:k]) == expected, (name, k)
+        for (start, end), step, text in zip(spans, steps, reply_texts, strict=False):
+            replies += 1
+            retokenised += step["token_ids"][:end - start] != text
+        assert extension_breaks(steps) == [], name
+    later = sum(max(0, len(t["steps"]) - 1) for t in trajectories.values())
+    print(f"\nosworld_prompt (a11y_tree) on vLLM, token carrying on: 0/{later} later prompts do not extend the "
+          f"previous prompt + response; {retokenised}/{replies} replies re-encode to other ids than sampled "
+          f"(each would have broken the sequence without carrying)")
+    assert later > 0
 
 
 def test_session_export_masks_exactly_the_sampled_tokens(stored_run: dict[str, Any]) -> None:
