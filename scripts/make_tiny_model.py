@@ -16,8 +16,8 @@ Usage (in .venv-vllm, which has torch, transformers, tokenizers and peft; `scrip
   `--base` (default: the text model next to OUT_DIR, `tiny-qwen2`); `--seed` makes different adapters.
 
 `--train FORMAT` (text only) then trains the model for a few seconds on CPU to answer in an agent's format
-(`tiny_train.FORMATS`: `osworld_pyautogui` answers ```WAIT``` nine times in ten, a third of them with a trailing
-newline, else ```DONE```), so a rollout with it is multi-turn; at temperature 1 it still strays now and then.
+(`tiny_train.FORMATS`: `osworld_pyautogui` answers ```WAIT``` nine times in ten, else ```DONE```), so a rollout
+with it is multi-turn; at temperature 1 it still strays now and then.
 
 A build is skipped when OUT_DIR/.stamp holds the digest of this script, its helpers, the corpus and the
 arguments (`.cua/models/<name>/` is built once and reused). Exit status 0 on success, 2 on bad arguments.

@@ -14,11 +14,9 @@ from typing import Any
 
 from tiny_chat import corpus
 
-#: Agent formats: (reply, weight) pairs. `osworld_pyautogui`: OSWorld's prompt agent, pyautogui action space; a
-#: third of the WAITs end with a newline, as real models' replies often do (the agent strips it from its history,
-#: so its re-encoded text is not the sampled ids: what token carrying is for).
+#: Agent formats: (reply, weight) pairs. `osworld_pyautogui`: OSWorld's prompt agent, pyautogui action space.
 FORMATS: dict[str, list[tuple[str, int]]] = {
-    "osworld_pyautogui": [("```WAIT```", 6), ("```WAIT```\n", 3), ("```DONE```", 1)],
+    "osworld_pyautogui": [("```WAIT```", 9), ("```DONE```", 1)],
 }
 STEPS = 100
 BATCH = 4
