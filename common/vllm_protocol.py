@@ -203,3 +203,13 @@ def read_tokens(payload: dict[str, Any], choice: dict[str, Any]) -> tuple[list[i
         ids = [token_id_of(str(i.get("token", ""))) for i in items]
         token_ids = [i for i in ids if i is not None] if all(i is not None for i in ids) else None
     return token_ids, logprobs, payload.get("prompt_token_ids")
+
+
+def read_completion_tokens(choice: dict[str, Any]) -> tuple[list[int] | None, list[float] | None, list[int] | None]:
+    """(response token ids, response logprobs, prompt token ids) of one choice of a vLLM text completion
+    (`/v1/completions`, non-streaming): `token_ids` and `prompt_token_ids` are per choice there (with
+    `return_token_ids`); logprobs are `logprobs.token_logprobs` (OpenAI's legacy format, with `logprobs: 0`).
+    Missing parts are None."""
+    logprobs = (choice.get("logprobs") or {}).get("token_logprobs")
+    return (choice.get("token_ids"), [float(v) for v in logprobs] if logprobs is not None else None,
+            choice.get("prompt_token_ids"))

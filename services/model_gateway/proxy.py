@@ -1,4 +1,6 @@
-"""OpenAI-compatible routes of the gateway: `POST /v1/chat/completions`, `POST /v1/completions`, `GET /v1/models`.
+"""OpenAI-compatible routes of the gateway: `POST /v1/chat/completions`, `POST /v1/completions`, `GET /v1/models`,
+and `POST /v1/tokenize` (vLLM's `POST /tokenize`: a chat's or a prompt's token ids by the replica's tokenizer and
+chat template; the runner's token carrying, `services/runner/token_carry.py`, uses it).
 
 Every route needs one of `GATEWAY_API_KEYS` or `GATEWAY_RUNNER_KEYS` as a bearer token when either is set (401
 `{"error": "Unauthorized"}`, like vLLM's `--api-key`: `access.require_client`). Completions go through
@@ -29,6 +31,13 @@ async def chat_completions(request: Request, state: GatewayState = Depends(get_s
 async def completions(request: Request, state: GatewayState = Depends(get_state)) -> Response:
     """OpenAI text completions, forwarded as raw bytes, the response relayed as it arrives (streaming or not)."""
     return await forward_completion(request, "/v1/completions", state)
+
+
+@router.post("/tokenize", response_model=None)
+async def tokenize(request: Request, state: GatewayState = Depends(get_state)) -> Response:
+    """vLLM's `/tokenize` of a replica (sticky like completions: the episode's replica), relayed; a replica
+    without it (the scripted policy) answers 404."""
+    return await forward_completion(request, "/tokenize", state)
 
 
 @router.get("/models", response_model=None)

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from common.httpclient import HttpClient, HttpError, send, shared
 from common.versions import min_version_for
-from common.vllm_protocol import read_tokens
+from common.vllm_protocol import read_completion_tokens, read_tokens
+
+#: `/v1/tokenize` URLs that answered 404 in this process (replicas without vLLM's `/tokenize`).
+_NO_TOKENIZE: set[str] = set()
 
 #: Share of the runner's model timeout given to the gateway as its deadline (`X-Request-Timeout-S`).
 GATEWAY_DEADLINE_SHARE = 0.95
@@ -18,10 +21,15 @@ class ModelError(RuntimeError):
     """The gateway or model failed (transport error, timeout, non-2xx, or a malformed reply)."""
 
 
+class TokenizeUnsupported(ModelError):
+    """The gateway's replicas have no `/tokenize` route (the scripted policy): prompts go as chat messages."""
+
+
 @dataclass(frozen=True)
 class ModelReply:
     """One completion: text, token ids (prompt and response) and response logprobs when the server gives
-    them, usage, served version and replica, latency (ms)."""
+    them, usage, served version and replica, latency (ms), and why the sampling stopped (`stop`: an end token
+    or stop string, the end token then the last of `token_ids`; `length`: `max_tokens`)."""
 
     text: str
     token_ids: list[int] | None
@@ -32,6 +40,7 @@ class ModelReply:
     replica: str | None
     model_ms: float
     prompt_token_ids: list[int] | None = None
+    finish_reason: str | None = None
 
 
 def version_headers(policy_version: str | None, max_staleness: int | None) -> dict[str, str]:
@@ -67,6 +76,8 @@ class ModelClient:
     def __init__(self, gateway_url: str, timeout_s: float, connect_timeout_s: float,
                  http: HttpClient | None = None, api_key: str | None = None) -> None:
         self.url = gateway_url.rstrip("/") + "/v1/chat/completions"
+        self.completions_url = gateway_url.rstrip("/") + "/v1/completions"
+        self.tokenize_url = gateway_url.rstrip("/") + "/v1/tokenize"
         self._auth = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.timeout_s = timeout_s
         self.connect_timeout_s = connect_timeout_s
@@ -92,22 +103,81 @@ class ModelClient:
         if sampling.get("logprobs"):
             body["return_token_ids"] = True
             body["return_tokens_as_token_ids"] = True
-        headers = {**self._auth, "X-Episode-Id": episode_id, **version_headers(policy_version, max_staleness),
-                   "X-Request-Timeout-S": f"{max(1.0, self.timeout_s * GATEWAY_DEADLINE_SHARE):.3f}"}
-        start = time.perf_counter()
+        return self._post_completion(self.url, body, self._headers(episode_id, policy_version, max_staleness),
+                                     chat=True)
+
+    def complete_tokens(
+        self,
+        prompt_ids: list[int],
+        model: str,
+        sampling: dict[str, Any],
+        episode_id: str,
+        policy_version: str | None = None,
+        max_staleness: int | None = None,
+    ) -> ModelReply:
+        """One text completion of a prompt given as token ids (`POST /v1/completions`, vLLM's `prompt: list[int]`;
+        `services/runner/token_carry.py` builds it), with the same headers and sampling as `complete` (a
+        `logprobs: true` sampling asks for the sampled tokens' logprobs, `logprobs: 0` in that API).
+        Raises: ModelError as `complete`."""
+        body: dict[str, Any] = {"model": model, "prompt": prompt_ids, **sampling}
+        if sampling.get("logprobs"):
+            body["logprobs"] = 0
+            body["return_token_ids"] = True
+        else:
+            body.pop("logprobs", None)
+        reply = self._post_completion(self.completions_url, body,
+                                      self._headers(episode_id, policy_version, max_staleness), chat=False)
+        return reply if reply.prompt_token_ids is not None else replace(reply, prompt_token_ids=list(prompt_ids))
+
+    def tokenize(self, messages: list[dict[str, Any]], model: str, episode_id: str,
+                 continue_final_message: bool = False) -> list[int]:
+        """The prompt ids a replica's chat template makes of `messages` (`POST {gateway}/v1/tokenize`, vLLM's
+        `/tokenize`): with the generation prompt, or, with `continue_final_message`, the last (assistant)
+        message left open. Raises: ModelError (`TokenizeUnsupported` for a 404: the server has no such route)."""
+        body = {"model": model, "messages": messages, "add_generation_prompt": not continue_final_message,
+                "continue_final_message": continue_final_message, "add_special_tokens": False}
+        response = self._post(self.tokenize_url, body, self._headers(episode_id, None, None))
+        if response.status_code == 404:
+            _NO_TOKENIZE.add(self.tokenize_url)
+            raise TokenizeUnsupported(f"gateway answered 404 to /v1/tokenize: {response.text[:200]}")
+        if response.status_code != 200:
+            raise ModelError(f"tokenize: gateway returned HTTP {response.status_code}: {response.text[:300]}")
         try:
-            response = send(self.http, "POST", self.url, json=body, headers=headers,
-                            connect_timeout_s=self.connect_timeout_s, read_timeout_s=self.timeout_s)
+            return [int(t) for t in response.json()["tokens"]]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ModelError(f"malformed tokenize response: {exc!r}") from exc
+
+    @property
+    def tokenize_unsupported(self) -> bool:
+        """Whether this process's gateway answered 404 to `/v1/tokenize` (token carrying is then off)."""
+        return self.tokenize_url in _NO_TOKENIZE
+
+    def _headers(self, episode_id: str, policy_version: str | None, max_staleness: int | None) -> dict[str, str]:
+        return {**self._auth, "X-Episode-Id": episode_id, **version_headers(policy_version, max_staleness),
+                "X-Request-Timeout-S": f"{max(1.0, self.timeout_s * GATEWAY_DEADLINE_SHARE):.3f}"}
+
+    def _post(self, url: str, body: dict[str, Any], headers: dict[str, str]) -> Any:
+        try:
+            return send(self.http, "POST", url, json=body, headers=headers,
+                        connect_timeout_s=self.connect_timeout_s, read_timeout_s=self.timeout_s)
         except HttpError as exc:
             raise ModelError(f"gateway request failed: {exc!r}") from exc
+
+    def _post_completion(self, url: str, body: dict[str, Any], headers: dict[str, str], chat: bool) -> ModelReply:
+        start = time.perf_counter()
+        response = self._post(url, body, headers)
         model_ms = (time.perf_counter() - start) * 1000.0
         if response.status_code != 200:
             raise ModelError(f"gateway returned HTTP {response.status_code}: {response.text[:300]}")
         try:
             payload = response.json()
             choice = payload["choices"][0]
-            text = choice["message"]["content"] or ""
-            token_ids, logprobs, prompt_ids = read_tokens(payload, choice)
+            if chat:
+                text = choice["message"]["content"] or ""
+                token_ids, logprobs, prompt_ids = read_tokens(payload, choice)
+            else:
+                text = choice["text"] or ""
+                token_ids, logprobs, prompt_ids = read_completion_tokens(choice)
         except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
             raise ModelError(f"malformed completion: {exc!r}") from exc
         usage = payload.get("usage") or {}
@@ -121,4 +191,5 @@ class ModelClient:
             replica=response.headers.get("X-Replica"),
             model_ms=model_ms,
             prompt_token_ids=prompt_ids,
+            finish_reason=choice.get("finish_reason"),
         )

@@ -57,6 +57,9 @@ class RunnerSettings(ServiceSettings, EventShardSettings):
     within OSWorld's agents' own range (PromptAgent 0.5, its run.py 1.0): enough to leave a bad token
     choice while keeping the format the model learned). When no sample parses, the step is the
     agent's `FAIL` (OSWorld's agents do the same) and the episode is scored.
+    `token_carry` (default on): a request whose history the previous request and reply extend is sent as token
+    ids, the previous prompt and the sampled ids carried forward (`services/runner/token_carry.py`), so each
+    prompt extends the one before; replicas without vLLM's `/tokenize` (the scripted policy) get chat messages.
     Step files (the block so marked): `store_url` (`RUNNER_STORE_URL`: `s3://bucket` or `file://dir`, the
     sink's store; empty: a step's PNG rides in its stream entry, as before) is where the runner puts each
     screenshot and evaluation file under its content address (`common.blobs`) before publishing the event,
@@ -93,6 +96,7 @@ class RunnerSettings(ServiceSettings, EventShardSettings):
     max_parse_retries: int = Field(default=2, ge=0)
     resample_temperature: float = Field(default=0.7, ge=0.0, le=2.0)
     wait_action_s: float = 1.0
+    token_carry: bool = True
     #: External agents (services/runner/external.py): a run's `agent_options.command` name -> the command line
     #: the runner starts (JSON object in `RUNNER_EXTERNAL_AGENTS`; split like a shell, never run by one).
     external_agents: dict[str, str] = Field(default_factory=dict)

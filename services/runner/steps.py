@@ -19,11 +19,12 @@ from common.runstate import is_cancelled
 from common.status import RolloutStatus
 from services.runner.agent.base import Agent, Observation, ParsedResponse, ParseError
 from services.runner.metrics import observe_step
-from services.runner.model_client import ModelClient, ModelError, ModelReply
+from services.runner.model_client import ModelClient, ModelError, ModelReply, TokenizeUnsupported
 from services.runner.outcome import EpisodeStop, RolloutOutcome, StepTotals
 from services.runner.publisher import EventPublisher
 from services.runner.settings import RunnerSettings
 from services.runner.settle import Point, ScreenSettler
+from services.runner.token_carry import TokenCarry
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -94,6 +95,7 @@ class StepLoop:
         and metrics include publishing."""
         job, env, agent, totals = episode.job, episode.env, episode.agent, episode.totals
         settler = ScreenSettler(env.screenshot, lambda: pointer_of(env), self.settings.settle_config)
+        carry = self._token_carry(job, episode.model)
         png: bytes | None = None
         for step in range(job.max_steps):
             t_step = time.perf_counter()
@@ -114,8 +116,11 @@ class StepLoop:
             messages = agent.build_messages(Observation(screenshot=png, accessibility_tree=tree))
             if totals.timings.first_model_at is None:
                 totals.timings.first_model_at = time.monotonic()
-            sampled = self._sample_parsable(job, episode.model, agent, messages)
+            prompt_ids = self._carried_prompt(carry, messages)
+            sampled = self._sample_parsable(job, episode.model, agent, messages, prompt_ids)
             reply, parsed, model_ms = sampled.reply, sampled.parsed, sampled.model_ms
+            if carry is not None:
+                carry.commit(messages, reply.prompt_token_ids, reply.token_ids, carried=prompt_ids is not None)
             totals.prompt_tokens += reply.prompt_tokens + sum(d.usage.prompt_tokens for d in sampled.discarded)
             totals.completion_tokens += reply.completion_tokens + sum(d.usage.completion_tokens
                                                                       for d in sampled.discarded)
@@ -182,11 +187,34 @@ class StepLoop:
             png,
         )
 
+    def _token_carry(self, job: RolloutJob, model: ModelClient) -> TokenCarry | None:
+        """The episode's token carry (`token_carry.py`), None when off or the gateway has no `/tokenize`."""
+        if not self.settings.token_carry or model.tokenize_unsupported:
+            return None
+        return TokenCarry(lambda messages, opened: model.tokenize(messages, job.model, job.rollout_id, opened))
+
+    @staticmethod
+    def _carried_prompt(carry: TokenCarry | None, messages: list[dict[str, Any]]) -> list[int] | None:
+        """The step's token prompt, or None: chat messages (also when tokenizing failed: the chat route may
+        still work, and the carry starts again from this step's reply; a 404 turns it off in this process)."""
+        if carry is None:
+            return None
+        try:
+            return carry.prompt_ids(messages)
+        except ModelError as exc:
+            if isinstance(exc, TokenizeUnsupported):
+                carry.disabled = True
+            else:
+                log.warning("token carry: %s; this step goes as chat messages", exc)
+            carry.last = None
+            return None
+
     def _sample_parsable(self, job: RolloutJob, model: ModelClient, agent: Agent,
-                         messages: list[dict[str, Any]]) -> Sampled:
-        """Call the model; re-sample an unparseable reply up to `max_parse_retries` times, each re-sample
-        at a temperature of at least `resample_temperature` (`resample_params`). Every rejected reply
-        but the last is kept as discarded; when none parses, the last is kept with the agent's FAIL.
+                         messages: list[dict[str, Any]], prompt_ids: list[int] | None = None) -> Sampled:
+        """Call the model (with `prompt_ids`, a token prompt of the same request, `complete_tokens`); re-sample an
+        unparseable reply up to `max_parse_retries` times, each re-sample at a temperature of at least
+        `resample_temperature` (`resample_params`). Every rejected reply but the last is kept as discarded; when
+        none parses, the last is kept with the agent's FAIL.
 
         Raises: EpisodeStop(model_error) when the gateway fails.
         """
@@ -198,8 +226,12 @@ class StepLoop:
             if attempt:
                 sampling = resample_params(sampling, self.settings.resample_temperature)
             try:
-                reply = model.complete(messages, job.model, sampling, job.rollout_id, job.policy_version,
-                                       job.max_staleness)
+                if prompt_ids is None:
+                    reply = model.complete(messages, job.model, sampling, job.rollout_id, job.policy_version,
+                                           job.max_staleness)
+                else:
+                    reply = model.complete_tokens(prompt_ids, job.model, sampling, job.rollout_id,
+                                                  job.policy_version, job.max_staleness)
             except ModelError as exc:
                 raise EpisodeStop(RolloutStatus.MODEL_ERROR, str(exc)) from exc
             model_ms += reply.model_ms
