@@ -55,8 +55,9 @@ class RunnerSettings(ServiceSettings, EventShardSettings):
     temperature 0 vLLM decodes greedily and returns the same reply again, so a re-sample needs
     randomness to differ; 0.7 is the temperature Qwen2.5's instruct models ship as their default and
     within OSWorld's agents' own range (PromptAgent 0.5, its run.py 1.0): enough to leave a bad token
-    choice while keeping the format the model learned). When no sample parses, the step is the
-    agent's `FAIL` (OSWorld's agents do the same) and the episode is scored.
+    choice while keeping the format the model learned). When no sample parses, the step runs what
+    the agent's OSWorld counterpart does with such a reply (no action, or UI-TARS' `DONE`), never a
+    `FAIL` (docs/scoring.md).
     Step files (the block so marked): `store_url` (`RUNNER_STORE_URL`: `s3://bucket` or `file://dir`, the
     sink's store; empty: a step's PNG rides in its stream entry, as before) is where the runner puts each
     screenshot and evaluation file under its content address (`common.blobs`) before publishing the event,
