@@ -2,15 +2,16 @@
 
 A script is a JSON file `{"instruction": str, "replies": [str, ...], "agent": str (optional), "model": str
 (optional)}` (other keys, e.g. `expected`, are ignored). A request matches the scripts whose instruction
-occurs in the text of its system and user messages; a script with a `model` matches only requests naming
-that model (the request's `model` field: a run's `model`, so one policy can answer several runs
-differently, as `cua-rollout audit` does) and is preferred over scripts without one; a script with an
-`agent` matches only requests of that agent, recognised by a text each of the agent's requests carries
-(`AGENT_MARKERS`), and is preferred over scripts without one; then the longest instruction wins. The reply index is the step the request is at: the number of assistant
-messages in it, or, for agents that send only their last few replies (OSWorld's prompt agent, Qwen's),
-where those replies stand in the script: just after the first place the request's assistant messages
-occur in a row among the script's replies (a script whose replies repeat such a window is ambiguous).
-Past a script's end and without a script, the response is the agent's "done" or "fail" in its own format.
+occurs in the text of its system and user messages; a script with a `model` matches only requests naming that
+model (the request's `model` field: a run's `model`, so one policy can answer several runs differently, as
+`cua-rollout audit` does) and is preferred over scripts without one; a script with an `agent` matches only
+requests of that agent, recognised by a text each of the agent's requests carries (`AGENT_MARKERS`), and is
+preferred over scripts without one; then the longest instruction wins. The reply index is the step the request
+is at: the number of assistant messages in it, or, for agents that send only their last few replies (OSWorld's
+prompt agent, Qwen's), where those replies stand in the script: just after the first place the request's
+assistant messages occur in a row among the script's replies (a script whose replies repeat such a window is
+ambiguous). Past a script's end and without a script, the response is the agent's "done" or "fail" in its own
+format.
 """
 
 from __future__ import annotations

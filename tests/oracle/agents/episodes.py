@@ -5,7 +5,7 @@ Actions in the terms OSWorld's agents return them: `WAIT` / `DONE` / `FAIL`, els
 
 from __future__ import annotations
 
-from services.runner.agent.base import Agent, Observation, ParseError, ParsedResponse
+from services.runner.agent.base import Agent, Observation, ParsedResponse, ParseError
 
 SPECIAL = ("WAIT", "DONE", "FAIL")
 
