@@ -63,7 +63,7 @@ def finished_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ht
     scripts = tmp_path_factory.mktemp("agents-scripts")
     shutil.copytree(SCRIPTS, scripts, dirs_exist_ok=True)
     (scripts / "random-garbage.json").write_text(json.dumps({"instruction": "", "model": GARBAGE_MODEL,
-                                                             "replies": [GARBAGE_REPLY]}))
+                                                             "replies": [GARBAGE_REPLY] * GARBAGE_STEPS}))
     config = StackConfig(work_dir=tmp_path_factory.mktemp("agents-stack"), scripts_dir=scripts, envs=2, runners=2,
                          replicas=1, max_infra_retries=1, fixtures_dir=ROOT / "examples" / "fixtures")
     python4 = load_task_file(OS_TASKS / f"{PYTHON4}.json").to_json_dict()
