@@ -214,7 +214,8 @@ class StepLoop:
         but the last is kept as discarded; when none parses, the last is kept with the agent's answer to
         it (`Agent.unparseable`: never a FAIL).
 
-        Raises: EpisodeStop(model_error) when the gateway fails.
+        Raises: EpisodeStop(model_error) when the gateway fails; RuntimeError (a bug: `runner_error`) when the
+        agent answers an unparseable reply with FAIL.
         """
         model_ms = 0.0
         discarded: list[DiscardedReply] = []
@@ -240,7 +241,11 @@ class StepLoop:
                     model_ms=reply.model_ms, token_ids=reply.token_ids, logprobs=reply.logprobs,
                     usage=Usage(prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens),
                     model_version=reply.model_version, replica=reply.replica))
-        return Sampled(reply, agent.unparseable(reply.text, error), model_ms, discarded, parse_error=error)
+        answer = agent.unparseable(reply.text, error)
+        if answer.terminal == "FAIL" or any(a.action_type == "FAIL" for a in answer.actions):
+            # a reply nobody could read must never pay an infeasible task (docs/scoring.md): a bug of the agent
+            raise RuntimeError(f"agent {agent.name!r} answered an unparseable reply with FAIL")
+        return Sampled(reply, answer, model_ms, discarded, parse_error=error)
 
     def _execute(self, env: DesktopEnvClient, actions: list[ParsedAction], step: int) -> tuple[ExecResult, bool]:
         """Run each action's pyautogui code in the env; WAIT sleeps here. Stops at the first action
