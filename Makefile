@@ -43,11 +43,12 @@ env:
 	python3 -m common.env_file .env
 
 # OSWorld audit (docs/osworld.md): every task of test_nogdrive.json that runs offline, set up and scored once
-# with a do-nothing agent on 4 desktops (stand-in files for OSWorld's downloads unless `cua-rollout cache fill`
-# fetched the real ones). Long (~30 min), so not part of `make test` (which audits one task per domain).
+# by each do-nothing agent (noop, garbage, stall: docs/scoring.md) on 4 desktops (stand-in files for OSWorld's
+# downloads unless `cua-rollout cache fill` fetched the real ones). Long (~1.5 h), so not part of `make test`
+# (which audits one task per domain).
 OSWORLD_INDEX ?= ../shared/osworld/test_nogdrive.json
 audit: setup
-	timeout 7200 $(PY) -m services.cli audit $(OSWORLD_INDEX) --agent noop --envs 4
+	timeout 10800 $(PY) -m services.cli audit $(OSWORLD_INDEX) --agent noop --agent garbage --agent stall --envs 4
 
 # Chaos suite (docs/guarantees.md): 500 rollouts under faults; bounded in time, exits 1 on any loss.
 chaos: setup

@@ -103,7 +103,8 @@ class StepEvent(RolloutRef):
     Added compatibly within v1 (absent in older records; readers that do not know them ignore them):
     `discarded`, the unparseable replies of this step that were sampled again, oldest first; and
     `parse_error`, set when no sample of the step parsed: `response` is then the last one, and the
-    step's action is the agent's `FAIL` (the episode ends and is scored, as in OSWorld).
+    step's actions are the agent's answer to it (`Agent.unparseable`): none (the episode goes on) or
+    `DONE` (UI-TARS: the episode ends, status `parse_error`), never a `FAIL` (docs/scoring.md).
     """
 
     schema_name: Literal["cua.step.v1"] = Field(default="cua.step.v1", alias="schema")

@@ -207,9 +207,9 @@ def summarize_run(client: redis.Redis, run_id: str, include_rollouts: bool = Fal
     """Summary of a run; rollouts with no record yet count as `queued`. None if the run is unknown.
 
     score = sum of rewards / rollouts submitted (minus `EXCLUDED_FROM_SCORE`); success_rate = fraction
-    of rewarded rollouts (completed/agent_fail/truncated) with reward >= 1;
+    of rewarded rollouts (completed/agent_fail/truncated/parse_error) with reward >= 1;
     rollouts without a reward (infrastructure failures, `unsupported`, `setup_error`, `eval_error`,
-    `runner_error`, `parse_error`, `cancelled`) are not counted in it, but are `done` (terminal).
+    `runner_error`, `cancelled`) are not counted in it, but are `done` (terminal).
     """
     meta = load_run_meta(client, run_id)
     if meta is None:

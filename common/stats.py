@@ -1,11 +1,11 @@
 """Evaluation statistics of a run: the benchmark score, success rates with Wilson intervals, unbiased
 pass@k, latency breakdown and cost per success (what `GET /v1/runs/{id}/stats` and `cua-rollout stats` show).
 
-The benchmark score comes first: the sum of rewards over every rollout submitted, as OSWorld's
-leaderboard counts ("209.55/361"): a rollout that ended without a reward (an infrastructure failure that
-exhausted its retries, `setup_error`, `eval_error`, `runner_error`, `parse_error`) counts 0 and is listed
-by status; only rollouts that never ran by decision (`unsupported`, `quarantined`, `cancelled`) are left
-out of the denominator, and listed. Then the success rate over rewarded rollouts (labelled as such):
+The benchmark score comes first: the sum of rewards over every rollout submitted, as OSWorld's leaderboard
+counts ("209.55/361"): a rollout that ended without a reward (an infrastructure failure that exhausted its
+retries, `setup_error`, `eval_error`, `runner_error`, an older run's unrewarded `parse_error`) counts 0 and is
+listed by status; only rollouts that never ran by decision (`unsupported`, `quarantined`, `cancelled`) are
+left out of the denominator, and listed. Then the success rate over rewarded rollouts (labelled as such):
 success means reward >= 1 (OSWorld's convention: a task is solved when its metric returns 1.0), and only
 rollouts with a reward count towards it.
 """

@@ -8,8 +8,8 @@ from enum import StrEnum
 class RolloutStatus(StrEnum):
     """Exactly one terminal status per rollout; plus the non-terminal `queued` and `running`.
 
-    Reward is a float for `completed`, `agent_fail` and `truncated`, and null otherwise; only those
-    count in the success rate.
+    Reward is a float for `completed`, `agent_fail`, `truncated` and `parse_error`, and null otherwise;
+    only those count in the success rate.
     `model_error`, `env_error` and `env_init_failed` are infrastructure failures: retried on another
     env and never counted as policy failures.
     The deterministic failures are never retried (the same task would fail the same way):
@@ -19,8 +19,11 @@ class RolloutStatus(StrEnum):
     implemented; nothing ran), `quarantined` (the producer skipped the task: it is on the quarantine
     list of flaky tasks; nothing ran) and `runner_error` (an unexpected exception: a bug in the runner or a
     checker; the traceback is in the rollout's `error` and RQ's failed-job registry).
-    `parse_error` is no longer produced: a reply the agent cannot parse, after its re-samples, is the
-    agent's FAIL (`agent_fail`, scored, as in OSWorld); the value stays for records of older runs.
+    `parse_error`: the agent ended the episode because it could not read the model's reply, after its
+    re-samples (`ui_tars_1_5`, as OSWorld's UI-TARS agent: the episode ends as `DONE`); it is scored as
+    OSWorld scores it (0 on an infeasible task: an unreadable reply is never the model's FAIL,
+    docs/scoring.md). Agents that go on after such a reply (OSWorld's prompt agent, Qwen) end as usual.
+    Records of runs from before this rule may hold `parse_error` without a reward.
     """
 
     QUEUED = "queued"
@@ -61,7 +64,7 @@ class RolloutStatus(StrEnum):
 
 
 REWARDED_STATUSES = frozenset(
-    {RolloutStatus.COMPLETED, RolloutStatus.AGENT_FAIL, RolloutStatus.TRUNCATED}
+    {RolloutStatus.COMPLETED, RolloutStatus.AGENT_FAIL, RolloutStatus.TRUNCATED, RolloutStatus.PARSE_ERROR}
 )
 INFRA_FAILURES = frozenset(
     {RolloutStatus.MODEL_ERROR, RolloutStatus.ENV_ERROR, RolloutStatus.ENV_INIT_FAILED}

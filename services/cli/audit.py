@@ -1,13 +1,17 @@
-"""`cua-rollout audit`: every task of an OSWorld index run once through the real stack with a built-in agent
-that does nothing (`noop`: `finished()` at step 0) or gives up (`fail`: `call_user()`, OSWorld's FAIL, at
-step 0), to show that each task is set up and scored, and that doing nothing earns no reward.
+"""`cua-rollout audit`: every task of an OSWorld index run once through the real stack with built-in agents
+that do nothing (`noop`: `finished()` at step 0; `garbage`: a reply no agent can parse, so UI-TARS ends the
+episode as OSWorld's agent does, `DONE`; `stall`: `wait()` until `max_steps`) or give up (`fail`:
+`call_user()`, OSWorld's FAIL, at step 0), to show that each task is set up and scored, and that doing
+nothing earns no reward, infeasible tasks included (an unreadable reply or running out of steps is never
+the model's FAIL: docs/scoring.md).
 
 The tasks audited are those `cua-rollout coverage` counts runnable offline (M); the others are listed with
 their reasons. The URL cache gets a stand-in file (`standins`) for every URL it lacks. A rollout is *set
 up* when its setup finished (it reached the step loop: any status but `setup_error`, an infrastructure
 failure, `unsupported`...), *scored* when it carries a reward. The agent is the scripted policy (the vLLM
-stand-in) answering every request with the agent's one reply; the run goes through producer, runner,
-gateway and envs as any run does.
+stand-in) answering every request with the agent's replies; the run goes through producer, runner,
+gateway and envs as any run does. Several agents audit in one stack (the same desktops), one run each: a
+run's `model` is `audit-<agent>` and the agent's script names that model (`scripted_policy/scripts.py`).
 """
 
 from __future__ import annotations
@@ -22,11 +26,21 @@ from common.status import RolloutStatus
 from common.task import OSWorldTask, load_task_set
 from common.task_urls import unique_urls
 
-#: The built-in agents: name -> the UI-TARS reply the scripted policy gives at step 0.
-AGENT_REPLIES = {
-    "noop": "Thought: audit: I do nothing.\nAction: finished(content='')",
-    "fail": "Thought: audit: I give up.\nAction: call_user()",
+#: Steps of an audit rollout: noop, fail and garbage end at step 0; stall waits through all of them.
+AUDIT_MAX_STEPS = 3
+#: A reply that no agent parses: no `Action:` (UI-TARS), no fenced code block nor WAIT/DONE/FAIL
+#: (`osworld_prompt` pyautogui), not JSON (`computer_13`), no `<tool_call>` (Qwen); tests/cli/test_audit.py
+#: checks each built-in agent rejects it.
+GARBAGE_REPLY = "audit: garbage \u2042 qz7 ]]> lorem vlm ipsum \u00e9\u00e8 0x3f no move here"
+#: The built-in agents: name -> the UI-TARS replies the scripted policy gives, one per step.
+AGENT_REPLIES: dict[str, list[str]] = {
+    "noop": ["Thought: audit: I do nothing.\nAction: finished(content='')"],
+    "fail": ["Thought: audit: I give up.\nAction: call_user()"],
+    "garbage": [GARBAGE_REPLY],
+    "stall": ["Thought: audit: I wait.\nAction: wait()"] * AUDIT_MAX_STEPS,
 }
+#: The agents that do nothing: every reward > 0 they earn must be explained (`KNOWN_NOOP_NONZERO`).
+DO_NOTHING = frozenset({"noop", "garbage", "stall"})
 #: Statuses of a rollout whose setup did not finish.
 NOT_SET_UP = frozenset({RolloutStatus.SETUP_ERROR, RolloutStatus.ENV_INIT_FAILED, RolloutStatus.ENV_ERROR,
                         RolloutStatus.MODEL_ERROR, RolloutStatus.UNSUPPORTED, RolloutStatus.QUARANTINED,
@@ -66,8 +80,9 @@ class AuditReport:
     seconds: float = 0.0
 
     def explanation(self, outcome: TaskOutcome) -> str | None:
-        """Why the noop agent's reward > 0 on `outcome` is not a start-state bug of this env (None: unexplained)."""
-        if self.agent != "noop" or not outcome.nonzero:
+        """Why a do-nothing agent's reward > 0 on `outcome` is not a start-state or scoring bug of ours (None:
+        unexplained)."""
+        if self.agent not in DO_NOTHING or not outcome.nonzero:
             return None
         if outcome.task_id in KNOWN_NOOP_NONZERO:
             return f"OSWorld checker bug: {KNOWN_NOOP_NONZERO[outcome.task_id]}"
@@ -83,7 +98,7 @@ class AuditReport:
         return sum(1 for o in self.outcomes if getattr(o, what))
 
     def summary_line(self) -> str:
-        """`audit: set up N/M, scored N/M, noop nonzero K` (`fail nonzero` with the fail agent)."""
+        """`audit: set up N/M, scored N/M, noop nonzero K` (`<agent> nonzero K` with another agent)."""
         m = self.total
         return (f"audit: set up {self.count('set_up')}/{m}, scored {self.count('scored')}/{m}, "
                 f"{self.agent} nonzero {self.count('nonzero')}")
@@ -107,11 +122,11 @@ class AuditReport:
         return [o for o in self.outcomes if not o.set_up or not o.scored or o.nonzero]
 
     def passed(self) -> bool:
-        """True when every audited task was set up and scored, and (noop agent) every reward > 0 is explained
-        (`explanation`). The fail agent's rewards are expected: OSWorld's infeasible tasks pay for FAIL."""
+        """True when every audited task was set up and scored, and (do-nothing agents) every reward > 0 is
+        explained (`explanation`). The fail agent's rewards are expected: OSWorld's infeasible tasks pay for FAIL."""
         unexplained = [o for o in self.outcomes if o.nonzero and self.explanation(o) is None]
         return self.count("set_up") == self.total and self.count("scored") == self.total and \
-            (self.agent != "noop" or not unexplained)
+            (self.agent not in DO_NOTHING or not unexplained)
 
     def to_json(self) -> dict[str, Any]:
         """The report as JSON-able data: summary, per domain, outcomes, skipped tasks."""
@@ -164,14 +179,27 @@ def select_tasks(index: Path, per_domain: int | None = None, only: list[str] | N
     return Selection(audited, skipped, {item.path: item.reason for item in loaded.invalid})
 
 
+def check_agents(agents: list[str]) -> list[str]:
+    """`agents` without repeats, in order. Raises: ValueError naming an unknown agent or an empty list."""
+    unknown = [a for a in agents if a not in AGENT_REPLIES]
+    if unknown or not agents:
+        raise ValueError(f"--agent {(unknown or [''])[0]!r}: known agents are {', '.join(AGENT_REPLIES)}")
+    return list(dict.fromkeys(agents))
+
+
+def audit_model(agent: str) -> str:
+    """The `model` of `agent`'s audit run, which its script names (`audit-<agent>`)."""
+    return f"audit-{agent}"
+
+
 def write_agent_script(directory: Path, agent: str) -> Path:
     """The scripted policy's script for `agent` in `directory`: an empty instruction (it matches every
-    request) and the agent's single reply. Raises: ValueError for an unknown agent."""
-    if agent not in AGENT_REPLIES:
-        raise ValueError(f"--agent {agent!r}: known agents are {', '.join(AGENT_REPLIES)}")
+    request), the model of the agent's run (`audit_model`) and the agent's replies. Raises: ValueError for
+    an unknown agent."""
+    check_agents([agent])
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"audit-{agent}.json"
-    path.write_text(json.dumps({"instruction": "", "replies": [AGENT_REPLIES[agent]]}))
+    path.write_text(json.dumps({"instruction": "", "model": audit_model(agent), "replies": AGENT_REPLIES[agent]}))
     return path
 
 

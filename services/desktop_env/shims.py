@@ -95,9 +95,14 @@ CHROMIUM_FLAGS=""
 for file in /etc/chromium.d/*; do
   case "$file" in */README|*.dpkg*) ;; *) [ -f "$file" ] && . "$file" ;; esac
 done
+# LocalNetworkAccessChecks off: Chromium 156 otherwise writes `profile.default_content_setting_values`
+# (`has_migrated_local_network_access`) ~10 s after it starts, the very key whose presence OSWorld's
+# `data_delete_automacally` getter reads as "delete data on close is set" (chrome/99146c54 paid any agent
+# that let the browser run: tests/desktop_env/test_shims.py).
 exec {chromium} $CHROMIUM_FLAGS --user-data-dir="$HOME/.config/google-chrome" --no-first-run \\
   --no-default-browser-check --disable-background-networking --disable-component-update --disable-sync \\
-  --password-store=basic --force-renderer-accessibility --disable-features=Translate,MediaRouter "$@"
+  --password-store=basic --force-renderer-accessibility \\
+  --disable-features=Translate,MediaRouter,LocalNetworkAccessChecks "$@"
 """
 
 #: Debian's chromium binary under the name `chrome` (a hard link made by scripts/setup.sh and the

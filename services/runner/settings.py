@@ -55,8 +55,9 @@ class RunnerSettings(ServiceSettings, EventShardSettings):
     temperature 0 vLLM decodes greedily and returns the same reply again, so a re-sample needs
     randomness to differ; 0.7 is the temperature Qwen2.5's instruct models ship as their default and
     within OSWorld's agents' own range (PromptAgent 0.5, its run.py 1.0): enough to leave a bad token
-    choice while keeping the format the model learned). When no sample parses, the step is the
-    agent's `FAIL` (OSWorld's agents do the same) and the episode is scored.
+    choice while keeping the format the model learned). When no sample parses, the step runs what
+    the agent's OSWorld counterpart does with such a reply (no action, or UI-TARS' `DONE`), never a
+    `FAIL` (docs/scoring.md).
     `token_carry` (default on): a request whose history the previous request and reply extend is sent as token
     ids, the previous prompt and the sampled ids carried forward (`services/runner/token_carry.py`), so each
     prompt extends the one before; replicas without vLLM's `/tokenize` (the scripted policy) get chat messages.

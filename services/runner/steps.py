@@ -46,8 +46,9 @@ class Episode:
 
 @dataclass
 class Sampled:
-    """The outcome of a step's sampling: the reply kept, its parse (the agent's FAIL when no sample
-    parsed, `parse_error` then saying why), the total model time (ms) and the discarded replies."""
+    """The outcome of a step's sampling: the reply kept, what the step runs (its parse; when no sample
+    parsed, the agent's `unparseable(...)` answer, and `parse_error` says why), the total model time (ms)
+    and the discarded replies."""
 
     reply: ModelReply
     parsed: ParsedResponse
@@ -56,11 +57,28 @@ class Sampled:
     parse_error: str | None = None
 
 
-def unparseable_fail(error: str) -> ParsedResponse:
-    """The agent's `FAIL` standing for a reply that did not parse after its re-samples (OSWorld's agents
-    turn an unparseable reply into FAIL too, so the episode is scored: an infeasible task scores 1)."""
-    return ParsedResponse(thought="", terminal="FAIL",
-                          actions=[ParsedAction(action_type="FAIL", inputs={"unparseable": error})])
+def unparseable_error(step: int, sampled: Sampled) -> str:
+    """The error text of a step none of whose samples parsed: the step, the number of samples, why the last
+    was rejected and its first 200 characters."""
+    return (f"unparseable reply at step {step} after {len(sampled.discarded) + 1} samples: {sampled.parse_error}; "
+            f"last reply {sampled.reply.text[:200]!r}")
+
+
+def end_of(step: int, sampled: Sampled, forced: bool) -> RolloutOutcome | None:
+    """The outcome when step `step` ended the episode, else None: the reply's (or the agent's answer to an
+    unparseable reply's) `DONE` is `completed` (`parse_error` for an unparseable one) and its `FAIL`
+    `agent_fail` (`forced`: the agent's `last_step` made it, e.g. UI-TARS' `fail_at_max_steps`). The
+    evaluator reads `last_action`: only a `FAIL` pays an infeasible task (docs/scoring.md)."""
+    terminal = sampled.parsed.terminal
+    if terminal == "DONE":
+        if sampled.parse_error is not None:
+            return RolloutOutcome(status=RolloutStatus.PARSE_ERROR, num_steps=step + 1, last_action="DONE",
+                                  error=unparseable_error(step, sampled) + " (ended as the agent's DONE)")
+        return RolloutOutcome(status=RolloutStatus.COMPLETED, num_steps=step + 1, last_action="DONE")
+    if terminal == "FAIL":
+        error = f"max_steps reached: the last step (step {step}) taken as FAIL (fail_at_max_steps)" if forced else None
+        return RolloutOutcome(status=RolloutStatus.AGENT_FAIL, num_steps=step + 1, last_action="FAIL", error=error)
+    return None
 
 
 def resample_params(sampling: dict[str, Any], floor: float) -> dict[str, Any]:
@@ -86,8 +104,10 @@ class StepLoop:
         self.publisher = publisher
 
     def run(self, episode: Episode) -> RolloutOutcome:
-        """Steps until the agent finishes, fails or `max_steps` pass. Raises: EpisodeStop (cancelled,
-        lease lost, env or model failure).
+        """Steps until the agent finishes, fails or `max_steps` pass (`truncated`; the last step runs the
+        agent's `last_step(...)`). A step none of whose samples parsed runs the agent's `unparseable(...)`:
+        no action (the episode goes on) or its end as `DONE` (`parse_error`), never a FAIL. Raises:
+        EpisodeStop (cancelled, lease lost, env or model failure).
 
         Each step's time is split (ms) into model, action (`/execute`), screenshot, settle and the
         runner's own overhead (the rest: cancel and lease checks, prompt, parsing, publishing); the
@@ -97,6 +117,7 @@ class StepLoop:
         settler = ScreenSettler(env.screenshot, lambda: pointer_of(env), self.settings.settle_config)
         carry = self._token_carry(job, episode.model)
         png: bytes | None = None
+        unparseable_steps = 0
         for step in range(job.max_steps):
             t_step = time.perf_counter()
             if is_cancelled(self.client, job.run_id):
@@ -118,14 +139,19 @@ class StepLoop:
                 totals.timings.first_model_at = time.monotonic()
             prompt_ids = self._carried_prompt(carry, messages)
             sampled = self._sample_parsable(job, episode.model, agent, messages, prompt_ids)
+            forced = False
+            if step == job.max_steps - 1:
+                last = agent.last_step(sampled.parsed)
+                forced, sampled.parsed = last is not sampled.parsed, last
             reply, parsed, model_ms = sampled.reply, sampled.parsed, sampled.model_ms
+            unparseable_steps += sampled.parse_error is not None
             if carry is not None:
                 carry.commit(messages, reply.prompt_token_ids, reply.token_ids, carried=prompt_ids is not None)
             totals.prompt_tokens += reply.prompt_tokens + sum(d.usage.prompt_tokens for d in sampled.discarded)
             totals.completion_tokens += reply.completion_tokens + sum(d.usage.completion_tokens
                                                                       for d in sampled.discarded)
             totals.versions += [v for v in [*(d.model_version for d in sampled.discarded), reply.model_version] if v]
-            agent.record(reply.text)
+            agent.record(reply.text, parsed=sampled.parse_error is None)
             settle_ms, capped, next_png = 0.0, False, None
             t_env = time.perf_counter()
             execution, acted = self._execute(env, parsed.actions, step)
@@ -143,17 +169,16 @@ class StepLoop:
             totals.timings.add_step(timings, publish_ms=(t_end - t_publish) * 1000.0, loop_ms=loop_ms)
             observe_step(timings, total_ms=loop_ms)
             totals.steps = step + 1
+            ended = end_of(step, sampled, forced)
+            if ended is not None:
+                return ended
             if sampled.parse_error is not None:
-                return RolloutOutcome(
-                    status=RolloutStatus.AGENT_FAIL, num_steps=step + 1, last_action="FAIL",
-                    error=f"unparseable reply at step {step} after {len(sampled.discarded) + 1} samples, "
-                          f"taken as the agent's FAIL: {sampled.parse_error}; last reply {reply.text[:200]!r}")
-            if parsed.terminal == "DONE":
-                return RolloutOutcome(status=RolloutStatus.COMPLETED, num_steps=step + 1, last_action="DONE")
-            if parsed.terminal == "FAIL":
-                return RolloutOutcome(status=RolloutStatus.AGENT_FAIL, num_steps=step + 1, last_action="FAIL")
+                log.info("rollout %s: %s; no action, the episode goes on", job.rollout_id,
+                         unparseable_error(step, sampled))
             png = next_png
-        return RolloutOutcome(status=RolloutStatus.TRUNCATED, num_steps=job.max_steps)
+        unread = f"{unparseable_steps} of {job.max_steps} steps' replies unparseable (no action taken)"
+        return RolloutOutcome(status=RolloutStatus.TRUNCATED, num_steps=job.max_steps,
+                              error=f"max_steps reached; {unread}" if unparseable_steps else None)
 
     @staticmethod
     def _env_call(call: Callable[[], _T], what: str) -> _T:
@@ -214,9 +239,10 @@ class StepLoop:
         """Call the model (with `prompt_ids`, a token prompt of the same request, `complete_tokens`); re-sample an
         unparseable reply up to `max_parse_retries` times, each re-sample at a temperature of at least
         `resample_temperature` (`resample_params`). Every rejected reply but the last is kept as discarded; when
-        none parses, the last is kept with the agent's FAIL.
+        none parses, the last is kept with the agent's answer to it (`Agent.unparseable`: never a FAIL).
 
-        Raises: EpisodeStop(model_error) when the gateway fails.
+        Raises: EpisodeStop(model_error) when the gateway fails; RuntimeError (a bug: `runner_error`) when the
+        agent answers an unparseable reply with FAIL.
         """
         model_ms = 0.0
         discarded: list[DiscardedReply] = []
@@ -246,7 +272,11 @@ class StepLoop:
                     model_ms=reply.model_ms, token_ids=reply.token_ids, logprobs=reply.logprobs,
                     usage=Usage(prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens),
                     model_version=reply.model_version, replica=reply.replica))
-        return Sampled(reply, unparseable_fail(error), model_ms, discarded, parse_error=error)
+        answer = agent.unparseable(reply.text, error)
+        if answer.terminal == "FAIL" or any(a.action_type == "FAIL" for a in answer.actions):
+            # a reply nobody could read must never pay an infeasible task (docs/scoring.md): a bug of the agent
+            raise RuntimeError(f"agent {agent.name!r} answered an unparseable reply with FAIL")
+        return Sampled(reply, answer, model_ms, discarded, parse_error=error)
 
     def _execute(self, env: DesktopEnvClient, actions: list[ParsedAction], step: int) -> tuple[ExecResult, bool]:
         """Run each action's pyautogui code in the env; WAIT sleeps here. Stops at the first action

@@ -130,7 +130,8 @@ async def chat(request: Request, state: PolicyState = Depends(get_state)) -> Res
         return failure
     version = state.model.version  # the version that "computed" this response
     model_name = state.settings.model_name
-    reply = choose_reply(state.scripts, messages)
+    model = body.get("model")
+    reply = choose_reply(state.scripts, messages, model if isinstance(model, str) else None)
     ids, logprobs = completion_tokens(reply, version)
     completion_id = f"chatcmpl-{uuid.uuid4().hex[:16]}"
     prompt_ids = prompt_token_ids(messages) if wanted.return_token_ids else None
@@ -160,7 +161,8 @@ async def completions(request: Request, state: PolicyState = Depends(get_state))
     400 when the body is not a JSON object or `prompt` is neither a string nor a list."""
     raw = await request.body()
     try:
-        prompt = json.loads(raw).get("prompt", "")
+        body = json.loads(raw)
+        prompt, model = body.get("prompt", ""), body.get("model")
         if not isinstance(prompt, str | list):
             raise ValueError(f"prompt must be a string or a list, got {type(prompt).__name__}")
     except (ValueError, AttributeError) as exc:
@@ -170,7 +172,8 @@ async def completions(request: Request, state: PolicyState = Depends(get_state))
     failure = await simulate(state, raw, "completions")
     if failure is not None:
         return failure
-    text = choose_reply(state.scripts, [{"role": "user", "content": text_prompt}])
+    text = choose_reply(state.scripts, [{"role": "user", "content": text_prompt}],
+                        model if isinstance(model, str) else None)
     ids, _ = completion_tokens(text, state.model.version)
     prompt_count = len(text_prompt) // CHARS_PER_TOKEN
     response = CompletionResponse(

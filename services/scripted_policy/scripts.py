@@ -1,14 +1,17 @@
 """Scripts of the scripted policy (mock of a GPU model server): which reply to give at which step.
 
-A script is a JSON file `{"instruction": str, "replies": [str, ...], "agent": str (optional)}` (other keys,
-e.g. `expected`, are ignored). A request matches the scripts whose instruction occurs in the text of its
-system and user messages; a script with an `agent` matches only requests of that agent, recognised by a
-text each of the agent's requests carries (`AGENT_MARKERS`), and is preferred over scripts without one;
-then the longest instruction wins. The reply index is the step the request is at: the number of assistant
-messages in it, or, for agents that send only their last few replies (OSWorld's prompt agent, Qwen's),
-where those replies stand in the script: just after the first place the request's assistant messages
-occur in a row among the script's replies (a script whose replies repeat such a window is ambiguous).
-Past a script's end and without a script, the response is the agent's "done" or "fail" in its own format.
+A script is a JSON file `{"instruction": str, "replies": [str, ...], "agent": str (optional), "model": str
+(optional)}` (other keys, e.g. `expected`, are ignored). A request matches the scripts whose instruction
+occurs in the text of its system and user messages; a script with a `model` matches only requests naming that
+model (the request's `model` field: a run's `model`, so one policy can answer several runs differently, as
+`cua-rollout audit` does) and is preferred over scripts without one; a script with an `agent` matches only
+requests of that agent, recognised by a text each of the agent's requests carries (`AGENT_MARKERS`), and is
+preferred over scripts without one; then the longest instruction wins. The reply index is the step the request
+is at: the number of assistant messages in it, or, for agents that send only their last few replies (OSWorld's
+prompt agent, Qwen's), where those replies stand in the script: just after the first place the request's
+assistant messages occur in a row among the script's replies (a script whose replies repeat such a window is
+ambiguous). Past a script's end and without a script, the response is the agent's "done" or "fail" in its own
+format.
 """
 
 from __future__ import annotations
@@ -43,11 +46,13 @@ AGENT_REPLIES = {
 
 @dataclass(frozen=True)
 class Script:
-    """The replies for one task instruction, one per step; `agent` None serves any agent's requests."""
+    """The replies for one task instruction, one per step; `agent` None serves any agent's requests,
+    `model` None requests naming any model."""
 
     instruction: str
     replies: list[str]
     agent: str | None = None
+    model: str | None = None
 
 
 def load_scripts(directory: Path | None) -> list[Script]:
@@ -62,15 +67,18 @@ def load_scripts(directory: Path | None) -> list[Script]:
         try:
             data = json.loads(path.read_text())
             instruction, replies, agent = data["instruction"], data["replies"], data.get("agent")
+            model = data.get("model")
             if not isinstance(instruction, str) or not isinstance(replies, list) \
                     or not all(isinstance(r, str) for r in replies):
                 raise TypeError("instruction must be a string and replies a list of strings")
+            if model is not None and not isinstance(model, str):
+                raise TypeError("model must be a string")
             if agent is not None and agent not in known_agents() and agent not in AGENT_MARKERS:
                 known = sorted({*known_agents(), *AGENT_MARKERS})
                 raise ValueError(f"unknown agent {agent!r} (known: {', '.join(known)})")
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"{path}: invalid script: {exc!r}") from exc
-        scripts.append(Script(instruction=instruction, replies=replies, agent=agent))
+        scripts.append(Script(instruction=instruction, replies=replies, agent=agent, model=model))
     return scripts
 
 
@@ -112,15 +120,15 @@ def agent_of(text: str) -> str | None:
     return next((agent for agent, marker in AGENT_MARKERS.items() if marker in text), None)
 
 
-def choose_reply(scripts: list[Script], messages: list[dict[str, Any]]) -> str:
-    """Reply of the script matching the request (see the module docstring), at the step given by the
-    number of assistant messages so far."""
+def choose_reply(scripts: list[Script], messages: list[dict[str, Any]], model: str | None = None) -> str:
+    """Reply of the script matching the request (see the module docstring; `model`: the request's), at
+    the step given by the number of assistant messages so far."""
     text = request_text(messages)
     agent = agent_of(text)
     exhausted, no_script = AGENT_REPLIES.get(agent or "", AGENT_REPLIES["ui_tars_1_5"])
-    matching = [s for s in scripts if s.instruction in text and s.agent in (None, agent)]
+    matching = [s for s in scripts if s.instruction in text and s.agent in (None, agent) and s.model in (None, model)]
     if not matching:
         return no_script
-    script = max(matching, key=lambda s: (s.agent is not None, len(s.instruction)))
+    script = max(matching, key=lambda s: (s.model is not None, s.agent is not None, len(s.instruction)))
     step = step_of(script, messages)
     return script.replies[step] if step < len(script.replies) else exhausted

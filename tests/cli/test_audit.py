@@ -1,6 +1,7 @@
 """`cua-rollout audit` (services/cli/audit.py, commands/audit.py): OSWorld tasks run once through the real
-stack (Redis, producer, gateway, scripted policy, runner, Xvfb desktops, sink) with the do-nothing agent;
-every task set up and scored, and doing nothing earns nothing (issue 25)."""
+stack (Redis, producer, gateway, scripted policy, runner, Xvfb desktops, sink) with the do-nothing agents
+(noop, garbage, stall: one run each in one stack); every task set up and scored, and doing nothing earns
+nothing, infeasible tasks included (issues 25 and 36)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,12 @@ from pathlib import Path
 import pytest
 
 from services.cli import audit
+from services.runner.agent.base import ParseError
+from services.runner.agent.registry import AGENTS, agent_options
 
 ROOT = Path(__file__).resolve().parents[2]
 NOGDRIVE = ROOT.parent / "shared" / "osworld" / "test_nogdrive.json"
+INFEASIBLE = "c288e301-e626-4b98-a1ab-159dcb162af5"
 needs_index = pytest.mark.skipif(not NOGDRIVE.is_file(), reason="OSWorld's index is not in ../shared/osworld")
 
 
@@ -43,23 +47,55 @@ def test_report_counts_and_explanations(monkeypatch: pytest.MonkeyPatch) -> None
     broken = audit.AuditReport("noop", [_outcome("a", "setup_error", None)])
     assert broken.summary_line() == "audit: set up 0/1, scored 0/1, noop nonzero 0" and not broken.passed()
     assert audit.AuditReport("fail", [_outcome("b", "agent_fail", 1.0)]).passed()  # infeasible task paid for FAIL
+    for agent, status in (("garbage", "parse_error"), ("stall", "truncated")):  # do nothing: must earn nothing
+        paid = audit.AuditReport(agent, [_outcome("c", status, 1.0)])
+        assert paid.summary_line().endswith(f"{agent} nonzero 1") and not paid.passed()
+    assert audit.check_agents(["stall", "noop", "stall"]) == ["stall", "noop"]
+    with pytest.raises(ValueError, match="--agent 'nap': known agents are noop, fail, garbage, stall"):
+        audit.check_agents(["noop", "nap"])
+
+
+@pytest.mark.parametrize(("name", "options"), [
+    *[(name, {}) for name in sorted(set(AGENTS) - {"external"})], ("osworld_prompt", {"action_space": "computer_13"})])
+def test_the_garbage_reply_is_unparseable_by_every_built_in_agent(name: str, options: dict[str, str]) -> None:
+    agent = AGENTS[name]("Set Python4", (1920, 1080), agent_options(name, options))
+    with pytest.raises(ParseError):
+        agent.parse(audit.GARBAGE_REPLY)
+
+
+def test_each_agents_script_names_its_runs_model(tmp_path: Path) -> None:
+    script = json.loads(audit.write_agent_script(tmp_path, "stall").read_text())
+    assert script["model"] == audit.audit_model("stall") == "audit-stall"
+    assert len(script["replies"]) == audit.AUDIT_MAX_STEPS and all("wait()" in r for r in script["replies"])
 
 
 @pytest.mark.e2e
-@pytest.mark.timeout(1200)
+@pytest.mark.timeout(1600)
 @needs_index
 def test_audit_one_task_per_domain_sets_up_and_scores_each_with_reward_zero(tmp_path: Path) -> None:
+    agents = {"noop": "completed", "garbage": "parse_error", "stall": "truncated"}
+    # one task per domain, os's being the infeasible os/c288e301 (an infeasible task pays for FAIL only)
+    index = {task.effective_domain: [task.id] for task in audit.select_tasks(NOGDRIVE, per_domain=1).audited}
+    index["os"] = [INFEASIBLE]
+    (tmp_path / "examples").symlink_to(NOGDRIVE.parent / "examples")
+    (tmp_path / "index.json").write_text(json.dumps(index))
     result = subprocess.run(
-        [sys.executable, "-m", "services.cli", "audit", str(NOGDRIVE), "--per-domain", "1", "--envs", "2",
+        [sys.executable, "-m", "services.cli", "audit", str(tmp_path / "index.json"), "--envs", "2",
+         *[arg for agent in agents for arg in ("--agent", agent)],
          "--json", "--work-dir", str(tmp_path / "audit"), "--cache-dir", str(tmp_path / "cache")],
-        capture_output=True, text=True, cwd=ROOT, timeout=1100)
+        capture_output=True, text=True, cwd=ROOT, timeout=1500)
     lines = result.stdout.strip().splitlines()
-    assert lines[-1] == "audit: set up 10/10, scored 10/10, noop nonzero 0", result.stdout[-3000:] + result.stderr
-    report = json.loads("\n".join(lines[:-1]))
-    for outcome in report["outcomes"]:
-        assert outcome["set_up"] and outcome["scored"] and outcome["status"] == "completed", outcome
-        assert outcome["reward"] == 0.0, outcome
-    assert report["explained"] == {}
+    assert lines[-3:] == [f"audit: set up 10/10, scored 10/10, {agent} nonzero 0" for agent in agents], \
+        result.stdout[-3000:] + result.stderr
+    reports = json.loads("\n".join(lines[:-3]))["reports"]
+    assert [report["agent"] for report in reports] == list(agents)
+    for report in reports:
+        for outcome in report["outcomes"]:
+            assert outcome["set_up"] and outcome["scored"] and outcome["status"] == agents[report["agent"]], outcome
+            assert outcome["reward"] == 0.0, outcome
+            if report["agent"] == "garbage":
+                assert "unparseable reply at step 0 after 3 samples" in outcome["error"], outcome
+        assert report["explained"] == {}
     # thunderbird's first task: the stand-in profile carries the account's saved login (issue 25)
-    assert "dfac9ee8-9bc4-4cdc-b465-4a4bfcd2f397" in {o["task_id"] for o in report["outcomes"]}
+    assert {"dfac9ee8-9bc4-4cdc-b465-4a4bfcd2f397", INFEASIBLE} <= {o["task_id"] for o in reports[0]["outcomes"]}
     assert result.returncode == 0

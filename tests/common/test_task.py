@@ -95,10 +95,11 @@ def test_ids_are_deterministic_and_rq_legal() -> None:
 
 
 def test_status_taxonomy() -> None:
-    assert REWARDED_STATUSES == {RolloutStatus.COMPLETED, RolloutStatus.AGENT_FAIL, RolloutStatus.TRUNCATED}
+    assert REWARDED_STATUSES == {RolloutStatus.COMPLETED, RolloutStatus.AGENT_FAIL, RolloutStatus.TRUNCATED,
+                                 RolloutStatus.PARSE_ERROR}  # an unreadable reply ended the episode: scored
     assert INFRA_FAILURES == {RolloutStatus.MODEL_ERROR, RolloutStatus.ENV_ERROR, RolloutStatus.ENV_INIT_FAILED}
     assert not RolloutStatus.RUNNING.is_terminal and RolloutStatus.CANCELLED.is_terminal
-    assert RolloutStatus.PARSE_ERROR.is_terminal and not RolloutStatus.PARSE_ERROR.has_reward
+    assert RolloutStatus.PARSE_ERROR.is_terminal and RolloutStatus.PARSE_ERROR.has_reward
     for status in DETERMINISTIC_FAILURES:  # never retried, no reward, not infrastructure
         assert status.is_terminal and not status.has_reward and not status.is_infra_failure
     assert DETERMINISTIC_FAILURES >= {RolloutStatus.UNSUPPORTED, RolloutStatus.SETUP_ERROR,

@@ -163,18 +163,27 @@ def test_failure_statuses(stack: LocalStack) -> None:
     response = client.post("/v1/runs", json={"tasks": tasks, "max_steps": 3, "run_id": "e2e-fail",
                                              "on_unsupported": "skip"})
     assert response.status_code == 201, response.text
+    # OSWorld's UI-TARS harness: the last step becomes FAIL at max_steps (an explicit option, off by default)
+    parity = client.post("/v1/runs", json={"tasks": [tasks[1]], "max_steps": 3, "run_id": "e2e-parity",
+                                           "agent_options": {"fail_at_max_steps": True}})
+    assert parity.status_code == 201, parity.text
     run = _wait_finished(client, "e2e-fail")
     by_task = {r["task_id"]: r for r in run["rollouts"]}
-    # replies that never parse: re-sampled, then the agent's FAIL, and the (infeasible) task is scored
-    assert (by_task["gibberish"]["status"], by_task["gibberish"]["reward"]) == ("agent_fail", 1.0)
+    # replies that never parse: re-sampled, then UI-TARS ends as DONE (as OSWorld's agent): never a FAIL, so
+    # the infeasible task is scored 0
+    assert (by_task["gibberish"]["status"], by_task["gibberish"]["reward"]) == ("parse_error", 0.0)
     assert "unparseable reply at step 0 after 3 samples" in by_task["gibberish"]["error"]
+    assert "ended as the agent's DONE" in by_task["gibberish"]["error"]
     assert (by_task["idle"]["status"], by_task["idle"]["num_steps"]) == ("truncated", 3)
     assert by_task["idle"]["reward"] == 0.0  # infeasible task, no FAIL: evaluated, no forced failure
     assert (by_task["no-script"]["status"], by_task["no-script"]["reward"]) == ("agent_fail", 1.0)
     bad = by_task["bad-setup"]
     assert bad["status"] == "unsupported" and bad["reward"] is None and bad["num_steps"] == 0
     assert "teleport" in bad["error"]  # recorded by the producer, never run
-    assert run["success_rate"] == pytest.approx(2 / 3)  # unsupported has no reward
+    assert run["success_rate"] == pytest.approx(1 / 3)  # unsupported has no reward
+    [forced] = _wait_finished(client, "e2e-parity")["rollouts"]
+    assert (forced["status"], forced["reward"], forced["num_steps"]) == ("agent_fail", 1.0, 3)
+    assert "taken as FAIL (fail_at_max_steps)" in forced["error"]
     envs = client.get("/v1/envs").json()
     wait_until(lambda: client.get("/v1/envs").json()["idle"] == envs["total"], 20, "every env released")
 

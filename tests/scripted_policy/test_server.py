@@ -97,6 +97,20 @@ def test_matching_longest_instruction_and_step_index(scripts_dir: Path) -> None:
     assert "Rename" in user_text([user("Rename"), {"role": "user", "content": "the folder"}])
 
 
+def test_a_script_naming_a_model_answers_only_requests_for_that_model(tmp_path: Path) -> None:
+    for name, model in (("any", None), ("garbage", "audit-garbage"), ("stall", "audit-stall")):
+        (tmp_path / f"{name}.json").write_text(json.dumps({"instruction": "", "replies": [name.upper()],
+                                                           **({"model": model} if model else {})}))
+    scripts = load_scripts(tmp_path)
+    assert choose_reply(scripts, [user("any task")], "audit-garbage") == "GARBAGE"
+    assert choose_reply(scripts, [user("any task")], "audit-stall") == "STALL"
+    assert choose_reply(scripts, [user("any task")], "ui-tars-1.5-7b") == "ANY"
+    assert choose_reply(scripts, [user("any task")]) == "ANY"
+    (tmp_path / "bad.json").write_text(json.dumps({"instruction": "", "replies": [], "model": 7}))
+    with pytest.raises(ValueError, match="model must be a string"):
+        load_scripts(tmp_path)
+
+
 # --- HTTP --------------------------------------------------------------------------------------------------------
 
 

@@ -1,4 +1,5 @@
-"""`cua-rollout audit INDEX`: every task runnable offline set up and scored once with a do-nothing or fail agent."""
+"""`cua-rollout audit INDEX`: every task runnable offline set up and scored once per built-in agent (do-nothing
+agents and the fail agent), all agents in one stack."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import json
 import tempfile
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -15,16 +16,16 @@ from services.cli.api_client import ProducerClient
 from services.cli.app import EXIT_FAILURES, JsonOption, app, console, err_console, usage_errors
 from services.cli.audit import (
     AGENT_REPLIES,
+    AUDIT_MAX_STEPS,
     AuditReport,
+    audit_model,
+    check_agents,
     outcomes_of,
     prepare_cache,
     select_tasks,
     write_agent_script,
 )
 from services.cli.output import watch_run
-
-#: Steps of an audit rollout: the agent ends at step 0, so one step is enough; a few more are harmless.
-AUDIT_MAX_STEPS = 3
 
 
 def audit_table(report: AuditReport) -> Table:
@@ -55,7 +56,8 @@ def audit_markdown(report: AuditReport) -> str:
 @app.command(name="audit")
 def audit_command(
     index: Annotated[Path, typer.Argument(help="task file, directory, or test_all.json-style index")],
-    agent: Annotated[str, typer.Option(help=f"built-in agent: {' or '.join(AGENT_REPLIES)} (at step 0)")] = "noop",
+    agent: Annotated[list[str] | None, typer.Option(
+        "--agent", help=f"built-in agent, repeatable (one run each, same stack): {', '.join(AGENT_REPLIES)}")] = None,
     as_json: JsonOption = False,
     markdown: Annotated[bool, typer.Option("--markdown", help="also print the per-domain table as Markdown")] = False,
     envs: Annotated[int, typer.Option(min=1, help="local desktop envs (and runner workers)")] = 2,
@@ -68,41 +70,51 @@ def audit_command(
         help="the URL cache (stand-ins are added for URLs it lacks)")] = Path(".cua/stack/cache"),
     timeout: Annotated[float, typer.Option(min=1, help="seconds before giving up on the run")] = 14400,
 ) -> None:
-    """Run every task of INDEX that `coverage` counts runnable offline once through the whole stack with a
-    built-in agent (noop: finished() at step 0; fail: call_user(), OSWorld's FAIL, at step 0).
+    """Run every task of INDEX that `coverage` counts runnable offline once through the whole stack with each
+    built-in agent given (default noop: finished() at step 0; garbage: a reply no agent parses; stall:
+    wait() until max steps; fail: call_user(), OSWorld's FAIL, at step 0), one run per agent in one stack.
 
-    Prints per domain: set up / scored / reward > 0; each task not set up, not scored or with a reward,
-    with its reason; the tasks not runnable offline with theirs. Last line:
-    `audit: set up N/M, scored N/M, noop nonzero K`. Exits 1 unless every task was set up and scored and
-    (noop) no reward > 0 is unexplained."""
+    Prints per agent and domain: set up / scored / reward > 0; each task not set up, not scored or with a
+    reward, with its reason; the tasks not runnable offline with theirs. Last lines, one per agent:
+    `audit: set up N/M, scored N/M, noop nonzero K`. With --json and several agents, one JSON object
+    `{"reports": [...]}`. Exits 1 unless every task was set up and scored and (do-nothing agents) no reward
+    > 0 is unexplained."""
     from services.cli.stack import LocalStack, StackConfig
 
     with usage_errors():
-        if agent not in AGENT_REPLIES:
-            raise ValueError(f"--agent {agent!r}: known agents are {', '.join(AGENT_REPLIES)}")
+        agents = check_agents(agent or ["noop"])
         selection = select_tasks(index, per_domain=per_domain, only=task)
         if not selection.audited:
             raise ValueError(f"{index}: no task runnable offline to audit")
         made = prepare_cache(cache_dir, selection.audited)
     out = err_console if as_json else console
-    out.print(f"auditing {len(selection.audited)} tasks with the {agent} agent on {envs} envs "
+    out.print(f"auditing {len(selection.audited)} tasks with the {', '.join(agents)} agent(s) on {envs} envs "
               f"({len(selection.skipped)} not runnable offline; {made} stand-in files added to {cache_dir})")
     started = time.monotonic()
+    runs: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="cua-audit-scripts-") as scripts:
-        write_agent_script(Path(scripts), agent)
+        for name in agents:
+            write_agent_script(Path(scripts), name)
         config = StackConfig(work_dir=work_dir, scripts_dir=Path(scripts), envs=envs, runners=envs, replicas=1,
                              cache_dir=cache_dir, fixtures_dir=None)
         with usage_errors(), LocalStack(config) as stack, ProducerClient(stack.producer_url) as client:
-            submitted = client.submit(selection.audited, rollouts_per_task=1, max_steps=AUDIT_MAX_STEPS)
-            run = watch_run(client, submitted["run_id"], timeout, out)
-    report = AuditReport(agent=agent, outcomes=outcomes_of(run, selection.audited), skipped=selection.skipped,
-                         seconds=time.monotonic() - started)
+            run_ids = {name: client.submit(selection.audited, rollouts_per_task=1, max_steps=AUDIT_MAX_STEPS,
+                                           model=audit_model(name))["run_id"] for name in agents}
+            deadline = time.monotonic() + timeout
+            for name, run_id in run_ids.items():
+                runs[name] = watch_run(client, run_id, max(1.0, deadline - time.monotonic()), out)
+    seconds = time.monotonic() - started
+    reports = [AuditReport(agent=name, outcomes=outcomes_of(runs[name], selection.audited),
+                           skipped=selection.skipped, seconds=seconds) for name in agents]
     if as_json:
-        print(json.dumps(report.to_json(), indent=2))
+        document = reports[0].to_json() if len(reports) == 1 else {"reports": [r.to_json() for r in reports]}
+        print(json.dumps(document, indent=2))
     else:
-        print_report(report, markdown)
-    print(report.summary_line())
-    if not report.passed():
+        for report in reports:
+            print_report(report, markdown)
+    for report in reports:
+        print(report.summary_line())
+    if not all(report.passed() for report in reports):
         raise typer.Exit(EXIT_FAILURES)
 
 

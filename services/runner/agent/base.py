@@ -5,7 +5,10 @@ An agent turns observations into model requests and replies into actions. The st
 of the kinds the agent asked for (`needs_accessibility_tree`), sends `build_messages(...)` to the
 gateway, and runs what `parse(reply)` returns: actions with pyautogui code, `WAIT`, or the end of the
 episode (`DONE` / `FAIL`). A reply that `parse` rejects (`ParseError`) is re-sampled; when every
-sample is rejected, the step loop ends the episode with the agent's `FAIL` (as OSWorld's agents do).
+sample is rejected, the step runs what `unparseable(...)` returns: what OSWorld's own agent of that
+kind does with a reply it cannot read (no action and the episode goes on, by default; UI-TARS ends it
+as `DONE`). It is never the model's `FAIL`: infeasible credit is only for a `FAIL` the model wrote
+(docs/scoring.md). At the rollout's last step (`max_steps`) the step runs `last_step(parsed)`.
 
 Each agent is one module in this package, registered in `registry.py`, with a pydantic model of its
 options (run field `agent_options`); the producer validates runs against `common/agent_catalogue.json`,
@@ -124,12 +127,25 @@ class Agent(ABC):
         """Add this step's observation to the history and return the chat request's messages."""
 
     @abstractmethod
-    def record(self, response_text: str) -> None:
-        """Remember the model's reply to the latest observation (parsed or not)."""
+    def record(self, response_text: str, parsed: bool = True) -> None:
+        """Remember the model's reply to the latest observation; `parsed` False for a reply none of whose
+        samples parsed (the step ran `unparseable(...)`)."""
 
     @abstractmethod
     def parse(self, text: str) -> ParsedResponse:
         """The actions of a reply, coordinates in screen pixels. Raises: ParseError, and nothing else."""
+
+    def unparseable(self, text: str, error: str) -> ParsedResponse:
+        """What this step runs when no sample of the reply parsed (`text`: the last one, `error`: why it
+        was rejected). Default, as OSWorld's `PromptAgent` and Qwen agents (`mm_agents/agent.py`,
+        `qwen25vl_agent.py`, `qwen3vl_agent.py`) do: no action this step, and the episode goes on.
+        Never the model's `FAIL` (an infeasible task would pay for output nobody could read)."""
+        return ParsedResponse(thought="", actions=[])
+
+    def last_step(self, parsed: ParsedResponse) -> ParsedResponse:
+        """What the rollout's last step (`max_steps`) runs instead of `parsed`. Default: `parsed` itself (the
+        rollout then ends `truncated` unless the reply ended it; OSWorld's harness evaluates then too)."""
+        return parsed
 
     @abstractmethod
     def final_messages(self) -> list[dict[str, Any]]:

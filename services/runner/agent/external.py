@@ -44,7 +44,7 @@ class ExternalAgent(Agent):
         """Not used (raises NotImplementedError): the program builds its own requests."""
         raise self._outside()
 
-    def record(self, response_text: str) -> None:
+    def record(self, response_text: str, parsed: bool = True) -> None:
         """Not used (raises NotImplementedError)."""
         raise self._outside()
 

@@ -8,10 +8,10 @@ pyautogui.FAILSAFE = False; `, with `_fix_pyautogui_less_than_bug`; `desktop_env
 `execute_action` for `computer_13`). Differential suite: `tests/oracle/agents/test_osworld_prompt.py`.
 
 Deviations, each where OSWorld's code misbehaves (desktop-env 1.0.2):
-- a reply with no code block (or no JSON action) raises `ParseError` (the step loop re-samples it, then
-  ends the episode with FAIL, SPEC section 4); OSWorld's `PromptAgent` returns no action and the step
-  does nothing (`pyautogui`), or returns an error *string* whose characters `lib_run_single` then runs
-  as actions (`computer_13` JSON that does not parse);
+- a reply with no code block (or no JSON action) raises `ParseError`: the step loop re-samples it (OSWorld
+  does not), and when no sample parses the step takes no action and the episode goes on, as in OSWorld's
+  `PromptAgent` for `pyautogui` (`Agent.unparseable`); for `computer_13` JSON that does not parse OSWorld
+  returns an error *string* whose characters `lib_run_single` then runs as actions (its episode crashes);
 - `;` is not rewritten into a new line: OSWorld splits the reply on every `;`, which breaks code whose
   strings contain one (`typewrite('a;b')` becomes a syntax error); Python runs `a; b` as `a` then `b`;
 - `computer_13`: an action with an unknown type, missing or ill-typed parameters, or a key pyautogui does
@@ -127,6 +127,12 @@ def pyautogui_actions(text: str, boxes: list[list[int]] | None = None) -> list[P
     return actions
 
 
+def fenced_blocks(text: str) -> list[str]:
+    """The ```json blocks of a `computer_13` reply, else its plain ``` blocks (OSWorld's
+    `parse_actions_from_string` reads those; without any it reads the whole reply as JSON)."""
+    return list(_JSON_BLOCK.findall(text) or _PLAIN_BLOCK.findall(text))
+
+
 def computer_13_dicts(text: str) -> list[Any]:
     """The JSON actions of a `computer_13` reply: ```json blocks, else plain ``` blocks, else the whole
     reply as JSON; `WAIT`/`DONE`/`FAIL` alone (OSWorld's `parse_actions_from_string`).
@@ -134,7 +140,7 @@ def computer_13_dicts(text: str) -> list[Any]:
     stripped = text.strip()
     if stripped in SPECIAL_CODES:
         return [stripped]
-    blocks = _JSON_BLOCK.findall(text) or _PLAIN_BLOCK.findall(text)
+    blocks = fenced_blocks(text)
     try:
         if blocks:
             return [stripped_block if (stripped_block := b.strip()) in SPECIAL_CODES else json.loads(b)

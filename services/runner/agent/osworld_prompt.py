@@ -4,7 +4,7 @@ by OSWorld's baseline prompts, answering `pyautogui` code or `computer_13` JSON 
 Our implementation of `PromptAgent.predict` (OSWorld `mm_agents/agent.py`): a system message (the prompt of
 the observation type and action space, `osworld_prompts.py`, then `You are asked to complete the following
 task: ...`), the last `max_trajectory_length` observations each followed by the model's reply (or `No valid
-action` for one that did not parse), then the current observation: the screenshot, the linearised and
+action` for an empty one), then the current observation: the screenshot, the linearised and
 trimmed accessibility tree (`a11y.py`), both, or the set-of-marks screenshot with its table. Checked
 against `PromptAgent` itself, message by message, in `tests/oracle/agents/test_osworld_prompt.py`.
 """
@@ -25,7 +25,7 @@ from services.runner.agent.base import (
     png_data_url,
     terminal_of,
 )
-from services.runner.agent.osworld_actions import computer_13_actions, pyautogui_actions
+from services.runner.agent.osworld_actions import computer_13_actions, fenced_blocks, pyautogui_actions
 from services.runner.agent.osworld_prompts import system_prompt
 
 QUESTION = "What's the next step that you will do to help with the task?"
@@ -135,9 +135,13 @@ class OSWorldPromptAgent(Agent):
         messages.append(self._user(image, tree, current=True))
         return messages
 
-    def record(self, response_text: str) -> None:
+    def record(self, response_text: str, parsed: bool = True) -> None:
         """Remember the reply to the latest observation (an empty one shows as `No valid action`). A reply
-        that does not parse ends the episode (after its re-samples), so the history holds parsed ones."""
+        that did not parse is kept as OSWorld's `PromptAgent` keeps it: as written (`pyautogui`: its
+        parser finds no code and raises nothing), or empty, shown as `No valid action`, for a `computer_13`
+        reply with no fenced block that is not JSON either (where `parse_actions_from_string` raises)."""
+        if not parsed and self.config.action_space == "computer_13" and not fenced_blocks(response_text):
+            response_text = ""
         self.replies.append(response_text)
 
     def parse(self, text: str) -> ParsedResponse:

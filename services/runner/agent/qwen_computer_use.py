@@ -16,7 +16,9 @@ Actions: `key` (hotkey/press), `type`, `mouse_move`, `left_click`, `left_click_d
 `success` DONE, `failure` FAIL), `answer` (DONE with the answer). Deviations from OSWorld's Qwen agents,
 which misbehave there: `terminate` with `failure` is FAIL (they answer DONE, so an infeasible task cannot
 score); `type` goes through `parser.type_code` (they build `typewrite('<text>')`, a syntax error for text
-with a quote); a reply without a valid tool call raises ParseError (they return no action: a no-op step).
+with a quote); a reply without a valid tool call raises ParseError and is re-sampled (they do not re-sample).
+A reply none of whose samples parsed is, as in OSWorld's Qwen agents, no action: the step does nothing and
+the episode goes on (`Agent.unparseable`; never a `FAIL`).
 """
 
 from __future__ import annotations
@@ -117,8 +119,9 @@ class QwenComputerUseAgent(Agent):
         self.steps += 1
         return self._messages(lambda step: self.images[step])
 
-    def record(self, response_text: str) -> None:
-        """Remember the model's reply to the latest screenshot."""
+    def record(self, response_text: str, parsed: bool = True) -> None:
+        """Remember the model's reply to the latest screenshot (an unparseable one too, as OSWorld's Qwen
+        agents keep every response in their history)."""
         self.replies.append(response_text)
 
     def _point(self, arguments: dict[str, Any], key: str = "coordinate") -> tuple[int, int]:

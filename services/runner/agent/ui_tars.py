@@ -2,6 +2,12 @@
 
 Prompt: `prompt.py` (the UI-TARS repository's COMPUTER_USE prompt); grammar and pyautogui code:
 `parser.py`; coordinates: absolute pixels of the smart-resized screenshot (`smart_resize.py`, factor 28).
+
+Ends of an episode as OSWorld's UI-TARS agents (`mm_agents/uitars15_v1.py`, `uitars_agent.py` of PyPI
+`desktop-env`) end it: a reply none of whose samples parses is `DONE` (theirs: `Parsing action error` /
+`client error` -> `["DONE"]`), never `FAIL`. At `max_steps` OSWorld's harness turns the last step into
+`FAIL` (`Default to FAIL if exceed max steps`), which pays an infeasible task for stalling; here only with
+the option `fail_at_max_steps` (leaderboard parity, docs/scoring.md).
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from typing import Any, ClassVar
 from PIL import Image
 from pydantic import Field
 
+from common.events import ParsedAction
 from services.runner.agent.base import (
     Agent,
     AgentOptions,
@@ -29,11 +36,16 @@ __all__ = ["UITarsAgent", "UITarsOptions", "image_file_name"]
 
 class UITarsOptions(AgentOptions):
     """`history_images`: screenshots sent per request (the newest ones; UI-TARS' reference agent
-    keeps 5); `language`: the language of the model's `Thought` part."""
+    keeps 5); `language`: the language of the model's `Thought` part; `fail_at_max_steps`: the last step
+    (`max_steps`) runs `FAIL` instead of the reply's actions unless the reply ends the episode or waits, as
+    OSWorld's UI-TARS harness does (off by default: it pays infeasible tasks for running out of steps)."""
 
     history_images: int = Field(default=5, ge=1, le=50, description="screenshots sent with each request")
     language: str = Field(default="English", min_length=1, max_length=40,
                           description="the language of the model's Thought part")
+    fail_at_max_steps: bool = Field(
+        default=False, description="OSWorld's UI-TARS harness: the last step (max_steps) becomes FAIL (leaderboard "
+                                   "parity; pays infeasible tasks for running out of steps)")
 
 
 class UITarsAgent(Agent):
@@ -93,13 +105,31 @@ class UITarsAgent(Agent):
         self.screenshot_count = step + 1
         return self._messages(inline=True, first_image=max(0, self.screenshot_count - self.history_images))
 
-    def record(self, response_text: str) -> None:
+    def record(self, response_text: str, parsed: bool = True) -> None:
         """Remember the model's reply to the latest screenshot."""
         self.replies.append(response_text)
 
     def parse(self, text: str) -> ParsedResponse:
         """Parse a reply with coordinates mapped from the resized image to the screen. Raises: ParseError."""
         return parse_response(text, screen=self.screen, resized=self.resized)
+
+    def unparseable(self, text: str, error: str) -> ParsedResponse:
+        """`DONE`, as OSWorld's UI-TARS agents answer a reply they cannot parse (`["DONE"]`): the episode ends
+        and is scored (0 on an infeasible task), its status `parse_error`."""
+        return ParsedResponse(thought="", actions=[ParsedAction(action_type="DONE", inputs={"unparseable": error})],
+                              terminal="DONE")
+
+    def last_step(self, parsed: ParsedResponse) -> ParsedResponse:
+        """With `fail_at_max_steps`: `FAIL` in place of the reply's actions (they are not run), unless the reply
+        ends the episode or waits (OSWorld's `UITARSAgent.predict` returns those before its max-steps check,
+        where `max_trajectory_length` is the run's `max_steps`). Without it: `parsed`."""
+        settings = self.settings
+        assert isinstance(settings, UITarsOptions)
+        if not settings.fail_at_max_steps or parsed.terminal is not None \
+                or any(a.action_type == "WAIT" for a in parsed.actions):
+            return parsed
+        return ParsedResponse(thought=parsed.thought, terminal="FAIL",
+                              actions=[ParsedAction(action_type="FAIL", inputs={"max_steps": True})])
 
     def final_messages(self) -> list[dict[str, Any]]:
         """The whole conversation, every screenshot referenced by file name (`image_0000.png`, ...)."""

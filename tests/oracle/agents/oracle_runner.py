@@ -33,7 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from runner import _jsonable, _stub, serve  # noqa: E402  (the evaluator oracle's helpers, by path)
 
 STUBS = ["dashscope", "google.generativeai", "google.api_core", "google.api_core.exceptions", "groq", "openai",
-         "torch", "torchvision", "torchvision.io", "torchvision.transforms"]
+         "torch", "torchvision", "torchvision.io", "torchvision.transforms",
+         "loguru"]  # OSWorld's UITARSAgent logs with it only when its model call raises
 PARENTS = ["qwen_agent", "qwen_agent.llm", "qwen_agent.llm.fncall_prompts", "qwen_agent.tools"]
 CL100K_URL = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
 

@@ -8,9 +8,12 @@
 - System prompts of every observation type and action space; the parsers (`parse_code_from_string`,
   `parse_actions_from_string`) on a corpus of replies; the tree's linearisation, GPT-4 token trimming and
   set of marks on the real tree and on a made-up one with every edge the filter has.
+- Unparseable replies in an episode: no action, the episode goes on, the reply stays in the history as
+  OSWorld keeps it (the requests after it are equal).
 Deviations (documented in `services/runner/agent/osworld_actions.py` and `osworld_prompts.py`): replies
-without a code block raise ParseError here (OSWorld returns no action); `;` is not rewritten; the
-`computer_13` prompts are not `str.format`ted (OSWorld's `PromptAgent` raises KeyError on them).
+without a code block raise ParseError here and are re-sampled (OSWorld returns no action at once; after
+its re-samples ours does too); `;` is not rewritten; the `computer_13` prompts are not `str.format`ted
+(OSWorld's `PromptAgent` raises KeyError on them).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from services.runner.agent.base import Observation, ParseError
 from services.runner.agent.osworld_actions import CODE_PREFIX, KEYBOARD_KEYS, code_blocks, computer_13_dicts
 from services.runner.agent.osworld_prompt import OSWorldPromptAgent, OSWorldPromptOptions
 from services.runner.agent.osworld_prompts import system_prompt
+from tests.oracle.agents.episodes import kinds
 from tests.oracle.client import Oracle
 
 FIXTURES = Path(__file__).with_name("fixtures")
@@ -128,7 +132,7 @@ def test_code_replies_parse_as_osworlds_parse_code_from_string(agent_oracle: Ora
         theirs = agent_oracle.call("mm_agents.agent", "parse_code_from_string", text).value
         ours = code_blocks(text)
         if not theirs:
-            assert ours == [], text  # ours then raises ParseError: re-sampled, then FAIL (documented)
+            assert ours == [], text  # ours then raises ParseError: re-sampled, then no action (documented)
             continue
         assert len(theirs) == len(ours) and all(_code_equal(a, b) for a, b in zip(theirs, ours, strict=True)), \
             (text, theirs, ours)
@@ -173,3 +177,32 @@ def _busy_png() -> bytes:
 def test_key_names_are_osworlds(agent_oracle: Oracle) -> None:
     theirs = agent_oracle.send_raw({"module": "desktop_env.actions", "attr": "KEYBOARD_KEYS"}, "keys")()
     assert KEYBOARD_KEYS == frozenset(theirs.value)
+
+
+@pytest.mark.parametrize("observation_type", ["screenshot", "a11y_tree"])
+def test_an_unparseable_reply_is_no_action_and_stays_in_the_history_as_in_osworld(
+        agent_oracle: Oracle, observation_type: str) -> None:
+    replies = [REPLIES[0], "no code here at all", REPLIES[1], "Python 4 blorp )) qz7", REPLIES[3]]
+    options = {"action_space": "pyautogui", "observation_type": observation_type, "max_trajectory_length": 3,
+               "a11y_tree_max_tokens": 60}
+    steps = [{"screenshot": base64.b64encode(SCREENSHOT).decode(), "accessibility_tree": TREE, "reply": reply}
+             for reply in replies]
+    reply = agent_oracle.send_raw({"episode": {"options": {**options, "client_password": "pw"},
+                                               "instruction": INSTRUCTION, "steps": steps}}, "PromptAgent")()
+    assert reply.ok, reply.error
+    agent = OSWorldPromptAgent(INSTRUCTION, (1920, 1080), OSWorldPromptOptions(**options), client_password="pw")
+    tree = None if observation_type == "screenshot" else TREE
+    for theirs, text in zip(reply.value, replies, strict=True):
+        assert "error" not in theirs, theirs
+        _same_messages(theirs["messages"], agent.build_messages(Observation(SCREENSHOT, tree)))
+        try:
+            parsed = agent.parse(text)
+        except ParseError as exc:
+            parsed = agent.unparseable(text, str(exc))
+            agent.record(text, parsed=False)
+        else:
+            agent.record(text)
+        assert kinds([a.action_type if a.action_type in ("WAIT", "DONE", "FAIL") else "code"
+                      for a in parsed.actions]) == kinds(theirs["actions"]), text
+        assert agent.last_step(parsed) is parsed  # OSWorld's PromptAgent has no max-steps rule
+    assert [kinds(t["actions"]) for t in reply.value][1::2] == [[], []]  # the two unreadable replies: no action

@@ -9,10 +9,13 @@ arguments satisfy the schema (jsonschema, as `BaseTool` checks them); `smart_res
 (Qwen2.5-VL) and 32 (Qwen3-VL) with qwen-vl-utils' default token bounds, and the coordinates it maps.
 Deviation (services/runner/agent/qwen_tool.py): arguments in JSON5 but not JSON (single quotes, trailing
 commas), which qwen-agent reads with `json5.loads`, raise ParseError here.
+Episode ends against OSWorld's `Qwen25VLAgent` and `Qwen3VLAgent` (`episode_probe.py`): a reply without a tool
+call is no action (ours after its re-samples) and the episode goes on; the last step runs its reply (no FAIL).
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import random
 from pathlib import Path
@@ -23,6 +26,7 @@ from services.runner.agent.base import ParseError
 from services.runner.agent.qwen_computer_use import MAX_TOKENS, MIN_TOKENS, QwenComputerUseAgent, QwenOptions
 from services.runner.agent.qwen_tool import computer_use_function, system_message, tool_calls
 from services.runner.agent.smart_resize import smart_resize
+from tests.oracle.agents.episodes import kinds, play
 from tests.oracle.client import Oracle
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -106,3 +110,20 @@ def test_absolute_coordinates_map_through_the_official_resize(agent_oracle: Orac
     click = agent.parse(_call({"action": "left_click", "coordinate": [width - 1, height // 2]})).actions[0]
     assert (click.inputs["x"], click.inputs["y"]) == (round((width - 1) * 1920 / width),
                                                       round(height // 2 * 1080 / height))
+
+
+SCREENSHOT = (Path(__file__).with_name("fixtures") / "mousepad.png").read_bytes()
+
+
+@pytest.mark.parametrize("version", ["2.5", "3"])
+def test_an_unparseable_reply_is_no_action_and_max_steps_no_fail_as_in_osworlds_qwen_agents(
+        agent_oracle: Oracle, version: str) -> None:
+    replies = [_call({"action": "left_click", "coordinate": [100, 200]}), "I will click the icon.",
+               _call({"action": "key", "keys": ["ctrl", "s"]})]
+    theirs = agent_oracle.call("episode_probe", "qwen_episode", version, base64.b64encode(SCREENSHOT).decode(),
+                               replies, 3)
+    assert theirs.ok, theirs.error
+    official = [kinds(step) for step in theirs.value["steps"]]
+    assert official == [["code"], [], ["code"]]  # no action for the unreadable reply; the last step runs the reply
+    options = QwenOptions(coordinates="absolute" if version == "2.5" else "relative")
+    assert play(QwenComputerUseAgent("x", (1920, 1080), options), SCREENSHOT, replies, 3) == official

@@ -20,11 +20,16 @@ On the fuzz corpus (mostly malformed text) the parsers disagree on acceptance bo
 they agree except on replies with several calls not separated by a blank line, which the official parser
 reads as one call (it splits actions on `)\\n\\n` only) and ours as each call. Coordinates outside the
 resized image are clamped onto the screen by ours; the official ones are clamped before comparing.
+
+Episode ends against OSWorld's `UITARSAgent` (`mm_agents/uitars15_v1.py`, `episode_probe.py`): a reply that
+does not parse after 3 samples ends the episode as `DONE` (never `FAIL`); at `max_steps` OSWorld's `FAIL`
+is ours with `fail_at_max_steps` only (by default the last step runs the reply: docs/scoring.md).
 """
 
 from __future__ import annotations
 
 import ast
+import base64
 import json
 import math
 import random
@@ -36,6 +41,8 @@ import pytest
 
 from services.runner.agent.parser import ParseError, normalize_keys, parse_response, split_reply
 from services.runner.agent.smart_resize import smart_resize
+from services.runner.agent.ui_tars import UITarsAgent, UITarsOptions
+from tests.oracle.agents.episodes import kinds, play
 from tests.oracle.client import Oracle
 from tests.runner.agent.test_parser_fuzz import build_reply
 
@@ -167,3 +174,38 @@ def test_smart_resize_equals_the_official_one(agent_oracle: Oracle, factor_pixel
                 smart_resize(height, width, factor, low, high)
             continue
         assert tuple(theirs.value) == smart_resize(height, width, factor, low, high), (height, width)
+
+
+SCREENSHOT = (Path(__file__).with_name("fixtures") / "mousepad.png").read_bytes()
+CLICK = "Thought: I click the terminal.\nAction: click(start_box='(100,200)')"
+WAIT = "Thought: the screen is loading.\nAction: wait()"
+GARBAGE = "Python 4 blorp )) qz7 no action"
+
+
+@pytest.mark.parametrize(("replies", "max_steps", "expected"), [
+    # an unparseable reply (after its samples) ends the episode as DONE, never FAIL
+    ([CLICK, GARBAGE], 5, [["code"], ["DONE"]]),
+    # the last step: OSWorld's FAIL, ours only with fail_at_max_steps
+    ([CLICK, CLICK, CLICK], 3, [["code"], ["code"], ["FAIL"]]),
+    # a wait at the last step returns before OSWorld's max-steps check
+    ([WAIT, CLICK, WAIT], 3, [["WAIT"], ["code"], ["WAIT"]]),
+    # unparseable at the last step: DONE (OSWorld's re-sampling loop ends first)
+    ([CLICK, GARBAGE], 2, [["code"], ["DONE"]]),
+], ids=["unparseable", "max-steps", "wait-at-max-steps", "unparseable-at-max-steps"])
+def test_episode_ends_as_osworlds_uitars_agent(agent_oracle: Oracle, replies: list[str], max_steps: int,
+                                               expected: list[list[str]]) -> None:
+    queue = [r for r in replies for _ in range(3 if r == GARBAGE else 1)]  # OSWorld re-samples 3 times too
+    theirs = agent_oracle.call("episode_probe", "uitars_episode", base64.b64encode(SCREENSHOT).decode(), queue,
+                               max_steps)
+    assert theirs.ok, theirs.error
+    assert theirs.value["unused"] == 0
+    official_steps = [kinds(step) for step in theirs.value["steps"]]
+    assert official_steps == expected
+    parity = play(UITarsAgent("x", SCREEN, UITarsOptions(fail_at_max_steps=True)), SCREENSHOT, replies, max_steps)
+    assert parity == official_steps
+    assert "FAIL" not in {a for step in official_steps[:-1] for a in step}
+    default = play(UITarsAgent("x", SCREEN), SCREENSHOT, replies, max_steps)
+    if official_steps[-1] == ["FAIL"]:  # the documented difference: running out of steps is no FAIL by default
+        assert default == [*official_steps[:-1], ["code"]]
+    else:
+        assert default == official_steps

@@ -9,7 +9,7 @@ import json
 from PIL import Image
 
 from services.runner.agent.base import Observation
-from services.runner.agent.ui_tars import UITarsAgent
+from services.runner.agent.ui_tars import UITarsAgent, UITarsOptions
 
 
 def png(size: tuple[int, int] = (1920, 1080), color: int = 0) -> bytes:
@@ -60,3 +60,25 @@ def test_screen_size_follows_the_screenshot() -> None:
     agent.build_messages(Observation(png((1280, 720))))
     assert agent.screen == (1280, 720)
     assert agent.parse("Action: click(start_box='(0,0)')").actions[0].inputs == {"x": 0, "y": 0}
+
+
+def test_an_unparseable_reply_ends_as_done_never_fail() -> None:
+    agent = UITarsAgent("Set Python4 as default", (1920, 1080))
+    ended = agent.unparseable("random tokens", "reply has no 'Action:'")
+    assert ended.terminal == "DONE"
+    assert [(a.action_type, a.inputs, a.code) for a in ended.actions] == \
+        [("DONE", {"unparseable": "reply has no 'Action:'"}, "")]
+
+
+def test_the_last_step_becomes_fail_only_with_fail_at_max_steps() -> None:
+    click = "Thought: again\nAction: click(start_box='(10,20)')"
+    plain = UITarsAgent("Keep clicking", (1920, 1080))
+    parsed = plain.parse(click)
+    assert plain.last_step(parsed) is parsed  # default: the reply's own actions, then `truncated`
+    parity = UITarsAgent("Keep clicking", (1920, 1080), UITarsOptions(fail_at_max_steps=True))
+    forced = parity.last_step(parity.parse(click))
+    assert forced.terminal == "FAIL" and [a.action_type for a in forced.actions] == ["FAIL"]  # the click is not run
+    for reply in ("Thought: wait\nAction: wait()", "Thought: done\nAction: finished(content='')",
+                  "Thought: no\nAction: call_user()"):  # OSWorld returns these before its max-steps check
+        ending = parity.parse(reply)
+        assert parity.last_step(ending) is ending, reply

@@ -86,7 +86,7 @@ def test_resubmission_never_duplicates_work(producer: httpx.Client, redis_url: s
         ({"tasks": [_task("a")], "agent": "osworld_prompt",
           "agent_options": {"action_space": "computer_13", "observation_type": "som"}}, "cannot be used together"),
         ({"tasks": [_task("a")], "agent_options": {"action_space": "pyautogui"}},
-         "agent 'ui_tars_1_5' has no option 'action_space' (its options: history_images, language)"),
+         "agent 'ui_tars_1_5' has no option 'action_space' (its options: history_images, language, fail_at_max_steps)"),
     ],
 )
 def test_bad_input_is_rejected_naming_the_field_and_enqueues_nothing(
