@@ -71,5 +71,6 @@ class TerminalHotkey:
     def _launch(self) -> None:
         try:
             self.launch()
+            log.info("ctrl+alt+t: terminal started")
         except Exception as exc:  # never end the listener over one failed start
             log.warning("ctrl+alt+t: starting the terminal failed: %s", exc)

@@ -1,4 +1,5 @@
-"""Window geometry as on OSWorld's VM: the apps it shows maximised open maximised.
+"""Window geometry and focus as on OSWorld's VM: the apps it shows maximised open maximised, and a new
+window gets the keyboard focus.
 
 On OSWorld's Ubuntu VM, Chrome, LibreOffice, VS Code, Thunderbird, GIMP and VLC playing a file fill the
 screen (the apps remember a maximised window from the sessions before the VM's snapshot); here they
@@ -10,6 +11,12 @@ the app puts them), a WM class (instance or class, lower case) matching a `MAXIM
 title and role allowed by the rule (VLC only with a file: not while its title is the bare "VLC media
 player"; GIMP's image window, not its toolbox or docks). A window whose title does not qualify yet is
 watched for `TITLE_WAIT_S` (VLC names its window after the file once it plays it).
+
+Focus: mutter gives a new window the focus only when it can tell that the user asked for it (a startup
+notification or a user time); an xterm started by ctrl+alt+t or `gnome-terminal`, a window a task's
+setup opens, would come up behind the focused one and the agent's keys would go elsewhere. As openbox
+(`focusNew`) and the VM's session (where apps are started by the user) do, every new `normal` or
+`dialog` window is activated (`_NET_ACTIVE_WINDOW`, source: a pager) unless it has the focus already.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ log = logging.getLogger(__name__)
 TITLE_WAIT_S = 30.0
 _POLL_S = 0.5
 _STATE_ADD = 1  # _NET_WM_STATE_ADD (EWMH)
+_SOURCE_PAGER = 2  # _NET_ACTIVE_WINDOW source indication: a pager (honoured without a user time)
 
 
 @dataclass(frozen=True)
@@ -138,12 +146,13 @@ class Placer:
         """Maximise `wid` when it qualifies; True once decided (maximised or never will be), False
         while its title may still change to qualify."""
         window = conn.create_resource_object("window", wid)
+        kind_prop = window.get_full_property(conn.intern_atom("_NET_WM_WINDOW_TYPE"), Xatom.ATOM)
+        kind = int(kind_prop.value[0]) if kind_prop is not None and len(kind_prop.value) else None
+        normal = kind is None or kind == conn.intern_atom("_NET_WM_WINDOW_TYPE_NORMAL")
+        if wid not in self._pending and (normal or kind == conn.intern_atom("_NET_WM_WINDOW_TYPE_DIALOG")):
+            self._activate(conn, wid)
         rule = rule_for(tuple(window.get_wm_class() or ()))
-        if rule is None or window.get_wm_transient_for() is not None:
-            return True
-        kind = window.get_full_property(conn.intern_atom("_NET_WM_WINDOW_TYPE"), Xatom.ATOM)
-        if kind is not None and len(kind.value) and int(kind.value[0]) != conn.intern_atom(
-                "_NET_WM_WINDOW_TYPE_NORMAL"):
+        if rule is None or window.get_wm_transient_for() is not None or not normal:
             return True
         title = _text(conn, window, "_NET_WM_NAME") or _text(conn, window, "WM_NAME")
         role = _text(conn, window, "WM_WINDOW_ROLE")
@@ -151,12 +160,22 @@ class Placer:
             if not self._pending.get(wid):
                 window.change_attributes(event_mask=X.PropertyChangeMask)  # wake up on title changes
             return False
-        root = conn.screen().root
-        message = event.ClientMessage(window=window, client_type=conn.intern_atom("_NET_WM_STATE"), data=(
-            32, [_STATE_ADD, conn.intern_atom("_NET_WM_STATE_MAXIMIZED_VERT"),
-                 conn.intern_atom("_NET_WM_STATE_MAXIMIZED_HORZ"), 1, 0]))
-        root.send_event(message, event_mask=X.SubstructureRedirectMask | X.SubstructureNotifyMask)
+        _send(conn, wid, "_NET_WM_STATE", [_STATE_ADD, conn.intern_atom("_NET_WM_STATE_MAXIMIZED_VERT"),
+                                           conn.intern_atom("_NET_WM_STATE_MAXIMIZED_HORZ"), 1, 0])
         return True
+
+    def _activate(self, conn: Display, wid: int) -> None:
+        root = conn.screen().root
+        active = root.get_full_property(conn.intern_atom("_NET_ACTIVE_WINDOW"), X.AnyPropertyType)
+        if active is None or not len(active.value) or int(active.value[0]) != wid:
+            _send(conn, wid, "_NET_ACTIVE_WINDOW", [_SOURCE_PAGER, X.CurrentTime, 0, 0, 0])
+
+
+def _send(conn: Display, wid: int, message_type: str, data: list[int]) -> None:
+    """Send the EWMH client message `message_type` about window `wid` to the window manager."""
+    window = conn.create_resource_object("window", wid)
+    message = event.ClientMessage(window=window, client_type=conn.intern_atom(message_type), data=(32, data))
+    conn.screen().root.send_event(message, event_mask=X.SubstructureRedirectMask | X.SubstructureNotifyMask)
 
 
 def _text(conn: Display, window: object, name: str) -> str:
