@@ -186,7 +186,8 @@ class DesktopSession:
         self._wait("system bus", self._core["system-bus"], socket.exists)
         self._spawn_core("gnome-shell", shell.GNOME_SHELL_ARGV, shell.gnome_shell_env(self.env, socket))
         self._wait("GNOME Shell", self._core["gnome-shell"],
-                   lambda: x11.wm_running(self.display) and shell.gnome_shell_ready(self.env),
+                   lambda: x11.wm_running(self.display)
+                   and shell.gnome_shell_ready(self.env, self.display, self.settings.width),
                    _SHELL_START_TIMEOUT_S)
         if not self.hotkey.start():
             log.warning("ctrl+alt+t could not be grabbed on %s", self.display)

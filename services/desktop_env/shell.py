@@ -20,6 +20,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
+from common.pixels import is_drawn
+from services.desktop_env import screen
+
 log = logging.getLogger(__name__)
 
 ShellName = Literal["gnome", "openbox"]
@@ -65,6 +68,7 @@ def system_bus_argv(runtime_dir: Path) -> tuple[list[str], Path]:
 def gnome_shell_env(env: Mapping[str, str], system_bus: Path) -> dict[str, str]:
     """The environment of GNOME Shell: the session's, with the private system bus, software GL, and
     the desktop names of Ubuntu's GNOME session (apps started from the dock inherit them)."""
+    env = {key: value for key, value in env.items() if key != "GTK_MODULES"}  # it loads its own AT-SPI bridge
     return {**env, "DBUS_SYSTEM_BUS_ADDRESS": f"unix:path={system_bus}", "LIBGL_ALWAYS_SOFTWARE": "1",
             "XDG_CURRENT_DESKTOP": "ubuntu:GNOME", "XDG_SESSION_DESKTOP": "ubuntu", "XDG_SESSION_TYPE": "x11",
             "DESKTOP_SESSION": "ubuntu"}
@@ -78,14 +82,22 @@ def _dbus(env: Mapping[str, str], *args: str, timeout_s: float = 5.0) -> subproc
                           text=True, timeout=timeout_s, check=False)
 
 
-def gnome_shell_ready(env: Mapping[str, str]) -> bool:
-    """True once GNOME Shell owns `org.gnome.Shell` on the session bus of `env` (its UI is up)."""
+TOP_BAR_PX = 32
+"""Height of GNOME Shell's top bar (pixels, at scale 1)."""
+
+
+def gnome_shell_ready(env: Mapping[str, str], display: str, width: int) -> bool:
+    """True once GNOME Shell owns `org.gnome.Shell` on the session bus of `env` and has drawn its top bar
+    (the clock, Activities: `common.pixels.is_drawn`) on `display` (`width` pixels wide): it takes the name
+    seconds before its first frame, and a black screen is not a desktop."""
     try:
         result = _dbus(env, "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus",
                        "org.freedesktop.DBus.NameHasOwner", "string:org.gnome.Shell", timeout_s=2.0)
     except subprocess.TimeoutExpired:
         return False
-    return result.returncode == 0 and "boolean true" in result.stdout
+    if result.returncode != 0 or "boolean true" not in result.stdout:
+        return False
+    return is_drawn(screen.grab(display, (0, 0, width, TOP_BAR_PX)))
 
 
 #: Run by Debian's python3 (PyGObject): resets every key of the schemas in argv that has a user value,

@@ -6,13 +6,14 @@ launched; grabbing at once shows a black screen while Chrome or GIMP is still st
 ends as soon as (polled every `interval_s`; "new window": a window not listed before the setup ran,
 of kind `normal` or `dialog`, so not a splash screen, menu or tooltip):
 
-- `windows`: the setup has a `launch` or `open` step, a new window is there, every new window is drawn
-  in the screenshot (`common.pixels.is_drawn` over its area: a mapped but unpainted window is one
-  flat colour), and the screen (and the set of new windows) then stayed unchanged for `quiet_s`, or
-  the new windows have been drawn for `drawn_s` (a playing video, a spinner: the screen never rests);
+- `windows`: the setup has a `launch` or `open` step, a new window is there, the largest new window
+  (the app's main window, not a bubble or a tool window beside it) is drawn in the screenshot
+  (`common.pixels.is_drawn` over its area: a mapped but unpainted window is one flat colour), and the
+  screen (and the set of new windows) then stayed unchanged for `quiet_s`, or the window has been
+  drawn for `drawn_s` (a playing video, a spinner: the screen never rests);
 - `settled`: the setup has only `execute` steps (which may start an app: `gnome-terminal`, a
-  ctrl+alt+t pressed by pyautogui): every new window drawn, and the screen unchanged for `quiet_s`
-  after its last change, or for `no_change_s` when it never changed (or drawn for `drawn_s`);
+  ctrl+alt+t pressed by pyautogui): the largest new window (if any) drawn, and the screen unchanged
+  for `quiet_s` after its last change, or for `no_change_s` when it never changed (or drawn for `drawn_s`);
 - `capped`: `max_s` (OSWorld's 60 s) passed first (e.g. a `launch` of a program that never opens a
   window: as long as OSWorld always waits).
 A setup with none of these steps takes no wait (`none`). An env that cannot list its windows (OSWorld's
@@ -134,7 +135,8 @@ class FirstScreenWaiter:
                 changed, last_change = True, now
             seen, last_pointer = ids, pointer
             quiet = now - last_change
-            drawn = (bool(new) or not expect_window) and all(is_drawn(frame, _box(w)) for w in new)
+            main = max(new, key=lambda w: int(w["width"]) * int(w["height"]), default=None)
+            drawn = is_drawn(frame, _box(main)) if main is not None else not expect_window
             drawn_since = (drawn_since if drawn_since is not None else now) if drawn else None
             rested = quiet >= (config.quiet_s if changed or expect_window else config.no_change_s)
             ready = drawn and (rested or (drawn_since is not None and now - drawn_since >= config.drawn_s))

@@ -115,7 +115,7 @@ def test_step_0_shows_the_app_the_setup_launched(osworld_run: dict[str, Any], ta
     trajectory = osworld_run["store"] / rollout["trajectory"]
     step = json.loads((trajectory / "step_0000.json").read_text())
     timings = step["timings"]
-    assert timings["first_screen_cause"] == "windows", timings
+    assert timings["first_screen_cause"] == "windows", (timings, step["windows"])
     assert 0 < timings["first_screen_ms"] < 60_000
     app = LAUNCHED_APP[task_file.parent.name]
     windows = [w for w in step["windows"] if app in w["wm_class"].lower()]
