@@ -105,6 +105,9 @@ def mimeapps_list() -> str:
     """Text of the home's `.config/mimeapps.list`: the env's apps per type, videos to Ubuntu's player."""
     return _MIMEAPPS.format(videos="".join(f"video/{kind}={UBUNTU_VIDEO_PLAYER}\n" for kind in VIDEO_TYPES))
 
+_NO_INDEXER = ("org.freedesktop.Tracker3.Miner.Files", "org.freedesktop.Tracker3.Miner.Extract",
+               "org.gnome.Nautilus.Tracker3.Miner.Files", "org.gnome.Nautilus.Tracker3.Miner.Extract")
+
 # Ubuntu's look for GTK 3 apps (Yaru theme, icons and cursor), which read it here when no settings daemon
 # runs (on Ubuntu gnome-settings-daemon hands them the same GSettings values); no animations.
 _GTK_SETTINGS = """\
@@ -292,6 +295,12 @@ def build(home: Path, terminal_command: str, password: str = "") -> None:
     # shown already, as on the VM, where GDM runs and there is no notice
     (home / ".local" / "share" / "gnome-shell").mkdir(parents=True, exist_ok=True)
     (home / ".local" / "share" / "gnome-shell" / "lock-warning-shown").write_text("")
+    # No file indexer: Nautilus would have the session bus start Tracker's miner, which crawls the home (CPU in
+    # every env) and whose start a reset could cut; a user service of the same name shadows the system's
+    services = home / ".local" / "share" / "dbus-1" / "services"
+    services.mkdir(parents=True, exist_ok=True)
+    for name in _NO_INDEXER:
+        (services / f"{name}.service").write_text(f"[D-BUS Service]\nName={name}\nExec=/bin/false\n")
     applications = home / ".local" / "share" / "applications"
     applications.mkdir(parents=True, exist_ok=True)
     (applications / UBUNTU_VIDEO_PLAYER).write_text(

@@ -20,6 +20,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import psutil
+
 from common.polling import DeadlineExceeded, wait_until
 from common.processes import stop_child
 from services.desktop_env import envvars, home, shell, shims, ubuntu_defaults, x11
@@ -62,6 +64,17 @@ _ACCESSIBILITY_VARS = {
 }
 # What `/reset` keeps in a private /tmp: the X server's socket directory and lock file.
 _X_SERVER_FILES = (".X11-unix", ".X*-lock", ".ICE-unix")
+
+
+def _is_fork_of(pid: int, core_pids: list[int]) -> bool:
+    """True when `pid` is a fork of a core process that has not run another program: the session bus's
+    babysitter of a service it is starting (killing it ends the bus, and GNOME Shell with it)."""
+    try:
+        process = psutil.Process(pid)
+        parent = process.ppid()
+        return parent in core_pids and process.name() == psutil.Process(parent).name()
+    except psutil.Error:
+        return False
 
 
 class SessionError(RuntimeError):
@@ -255,7 +268,8 @@ class DesktopSession:
         chromium_profile = f"--user-data-dir={self.settings.home}/"
         left: list[int] = []
         for _ in range(_STOP_ROUNDS):  # a dying parent may start children (VS Code restarts its watchers)
-            pids = marked_pids(self.marker, exclude=core_pids, cmdline_marks=[chromium_profile])
+            pids = [pid for pid in marked_pids(self.marker, exclude=core_pids, cmdline_marks=[chromium_profile])
+                    if not _is_fork_of(pid, core_pids)]
             if not pids:
                 break
             left = stop_pids(pids)
