@@ -77,6 +77,20 @@ def _is_fork_of(pid: int, core_pids: list[int]) -> bool:
         return False
 
 
+#: The AT-SPI bus (its launcher, its dbus-daemon, the registry): GNOME Shell registers on it once, at its
+#: start, so a reset keeps it (apps' registrations end with the apps).
+_ACCESSIBILITY_BUS = ("at-spi-bus-launcher", "at-spi2-registryd")
+
+
+def _is_accessibility_bus(pid: int) -> bool:
+    """True for a process of the AT-SPI bus (`_ACCESSIBILITY_BUS` or the launcher's bus daemon)."""
+    try:
+        process = psutil.Process(pid)
+        return process.name() in _ACCESSIBILITY_BUS or psutil.Process(process.ppid()).name() in _ACCESSIBILITY_BUS
+    except psutil.Error:
+        return False
+
+
 class SessionError(RuntimeError):
     """The desktop could not be started (display in use, Xvfb or openbox failed)."""
 
@@ -269,7 +283,7 @@ class DesktopSession:
         left: list[int] = []
         for _ in range(_STOP_ROUNDS):  # a dying parent may start children (VS Code restarts its watchers)
             pids = [pid for pid in marked_pids(self.marker, exclude=core_pids, cmdline_marks=[chromium_profile])
-                    if not _is_fork_of(pid, core_pids)]
+                    if not _is_fork_of(pid, core_pids) and not (self.gnome and _is_accessibility_bus(pid))]
             if not pids:
                 break
             left = stop_pids(pids)
