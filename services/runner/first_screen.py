@@ -8,7 +8,9 @@ of kind `normal` or `dialog`, so not a splash screen, menu or tooltip):
 
 - `windows`: the setup has a `launch` or `open` step, a new window is there, the largest new window
   (the app's main window, not a bubble or a tool window beside it) is drawn in the screenshot
-  (`common.pixels.is_drawn` over its area: a mapped but unpainted window is one flat colour), and the
+  (`common.pixels.is_drawn` over its area: a mapped but unpainted window is one flat colour) and shows
+  on it (most of its area differs from the screen before the setup: a compositor shows the wallpaper
+  there until the window's first frame), and the
   screen (and the set of new windows) then stayed unchanged for `quiet_s`, or the window has been
   drawn for `drawn_s` (a playing video, a spinner: the screen never rests);
 - `settled`: the setup has only `execute` steps (which may start an app: `gnome-terminal`, a
@@ -27,6 +29,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+from PIL import Image, ImageChops
 
 from common.pixels import is_drawn
 from common.task import SetupStep
@@ -81,6 +85,11 @@ class FirstScreen:
     windows: list[dict[str, Any]] | None
 
 
+def needs_wait(steps: Sequence[SetupStep]) -> bool:
+    """True when `steps` may start an app (a `launch`, `open` or `execute` step)."""
+    return bool({step.type for step in steps} & (LAUNCH_STEPS | EXECUTE_STEPS))
+
+
 def window_ids(env: ScreenEnv) -> frozenset[int] | None:
     """Ids of the env's windows now (before the setup), None when it cannot list them."""
     windows = env.windows()
@@ -90,6 +99,25 @@ def window_ids(env: ScreenEnv) -> frozenset[int] | None:
 def _box(window: dict[str, Any]) -> tuple[int, int, int, int]:
     x, y = int(window["x"]), int(window["y"])
     return x, y, x + int(window["width"]), y + int(window["height"])
+
+
+#: Share of a window's pixels that must differ from the screen before the setup for it to show.
+SHOWN_FRACTION = 0.5
+
+
+def shown(frame: Image.Image, baseline: Image.Image | None, box: tuple[int, int, int, int]) -> bool:
+    """True when `box` of `frame` is drawn and, with a `baseline` screen of the same size, differs from it on
+    at least `SHOWN_FRACTION` of its pixels."""
+    if not is_drawn(frame, box):
+        return False
+    if baseline is None or baseline.size != frame.size:
+        return True
+    left, top, right, bottom = box
+    clipped = (max(left, 0), max(top, 0), min(right, frame.width), min(bottom, frame.height))
+    diff = ImageChops.difference(frame.crop(clipped), baseline.crop(clipped)).convert("L")
+    histogram = diff.histogram()
+    total = sum(histogram)
+    return total > 0 and (total - histogram[0]) / total >= SHOWN_FRACTION
 
 
 class FirstScreenWaiter:
@@ -104,9 +132,10 @@ class FirstScreenWaiter:
         self.clock = clock
         self.sleep = sleep
 
-    def wait(self, steps: Sequence[SetupStep], before: frozenset[int] | None) -> FirstScreen:
-        """Wait after `steps` ran; `before`: `window_ids` taken before they ran.
-        Raises: common.env_client.EnvError when the env fails."""
+    def wait(self, steps: Sequence[SetupStep], before: frozenset[int] | None,
+             baseline_png: bytes | None = None) -> FirstScreen:
+        """Wait after `steps` ran; `before`: `window_ids` taken before they ran, `baseline_png` the screen then
+        (None: windows need only be drawn). Raises: common.env_client.EnvError when the env fails."""
         types = {step.type for step in steps}
         if self.config.max_s <= 0 or not types & (LAUNCH_STEPS | EXECUTE_STEPS):
             return FirstScreen(png=None, wait_ms=0.0, cause="none", windows=None)
@@ -119,6 +148,7 @@ class FirstScreenWaiter:
         last_pointer: Point | None = None
         drawn_since: float | None = None
         last_png, frame = b"", None
+        baseline = decode(baseline_png) if baseline_png else None
         while True:
             now = self.clock()
             png = self.env.screenshot()
@@ -136,7 +166,7 @@ class FirstScreenWaiter:
             seen, last_pointer = ids, pointer
             quiet = now - last_change
             main = max(new, key=lambda w: int(w["width"]) * int(w["height"]), default=None)
-            drawn = is_drawn(frame, _box(main)) if main is not None else not expect_window
+            drawn = shown(frame, baseline, _box(main)) if main is not None else not expect_window
             drawn_since = (drawn_since if drawn_since is not None else now) if drawn else None
             rested = quiet >= (config.quiet_s if changed or expect_window else config.no_change_s)
             ready = drawn and (rested or (drawn_since is not None and now - drawn_since >= config.drawn_s))

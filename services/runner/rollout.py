@@ -31,7 +31,7 @@ from services.runner.agent.external import ExternalAgent
 from services.runner.agent.registry import make_agent
 from services.runner.envs import EnvRequest, EnvUnavailable, make_provider
 from services.runner.external import ExternalEpisode, run_external
-from services.runner.first_screen import FirstScreen, FirstScreenWaiter, window_ids
+from services.runner.first_screen import FirstScreen, FirstScreenWaiter, needs_wait, window_ids
 from services.runner.metrics import LEASE_WAIT_SECONDS, observe_attempt
 from services.runner.model_client import ModelClient, shared_model_client
 from services.runner.osworld import EvalContext, EvalError, SetupContext, SetupError, evaluate, run_setup
@@ -292,10 +292,11 @@ class RolloutRunner:
             finally:
                 totals.timings.reset_ms = (time.perf_counter() - t_reset) * 1000.0
             screen = env.screen_size()
-            before = window_ids(env)
+            waits = needs_wait(job.task.config) and self.settings.first_screen_max_s > 0
+            before, baseline = (window_ids(env), env.screenshot()) if waits else (None, None)
             run_setup(job.task.config, env, self._setup_context(screen, setup_log))
             waiter = FirstScreenWaiter(env, lambda: pointer_of(env), self.settings.first_screen_config)
-            first = waiter.wait(job.task.config, before)
+            first = waiter.wait(job.task.config, before, baseline)
         except EnvError as exc:
             raise EpisodeStop(RolloutStatus.ENV_INIT_FAILED, f"env failed during setup: {exc}") from exc
         except SetupError as exc:

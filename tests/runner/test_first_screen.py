@@ -91,6 +91,28 @@ def test_a_launch_waits_for_its_window_to_appear_and_be_drawn() -> None:
     assert [w["wid"] for w in first.windows] == [7] and is_drawn(decode(first.png), BOX)
 
 
+def _wallpaper(window: tuple[int, int, int, int] | None = None) -> bytes:
+    """A 400x300 gradient (many colours, like a wallpaper), with a painted window over it."""
+    image = Image.new("RGB", (400, 300))
+    for y in range(300):
+        ImageDraw.Draw(image).line((0, y, 399, y), fill=(y // 2, 40, 255 - y // 2))
+    if window:
+        image.paste(decode(_png(window)).crop(window), window[:2])
+    out = io.BytesIO()
+    image.save(out, format="PNG")
+    return out.getvalue()
+
+
+def test_a_window_listed_but_not_composited_yet_does_not_count_while_the_wallpaper_shows_through() -> None:
+    def timeline(t: float) -> tuple[bytes, list[dict[str, Any]]]:
+        return (_wallpaper(BOX) if t >= 5 else _wallpaper()), [_window(7, BOX)] if t >= 2 else []
+
+    screen = ScriptedScreen(timeline)
+    waiter = FirstScreenWaiter(screen, lambda: None, CONFIG, clock=screen.clock, sleep=screen.sleep)
+    first = waiter.wait([SetupStep(type="launch", parameters={})], frozenset(), _wallpaper())
+    assert first.cause == "windows" and 6.0 <= first.wait_ms / 1000 <= 6.6  # shown at 5 s, then 1 s unchanged
+
+
 def test_a_splash_screen_is_not_the_app_and_a_playing_video_ends_the_wait_once_drawn_long_enough() -> None:
     def timeline(t: float) -> tuple[bytes, list[dict[str, Any]]]:
         if t < 3:
