@@ -180,7 +180,7 @@ class LocalEnvLauncher:
             time.sleep(0.1)
         return False
 
-    def start(self, timeout_s: float = 180.0) -> list[str]:
+    def start(self, timeout_s: float = 300.0) -> list[str]:
         """Start the envs (in parallel) and poll each `/healthz`; returns their base URLs. (GNOME Shell takes
         seconds of CPU to start: several envs starting together on a few busy cores take minutes.)
 

@@ -44,7 +44,7 @@ from services.desktop_env.terminal import TerminalLogs
 log = logging.getLogger(__name__)
 
 _START_TIMEOUT_S = 15.0
-_SHELL_START_TIMEOUT_S = 90.0  # GNOME Shell: ~4 s on a quiet machine, much more on busy cores
+_SHELL_START_TIMEOUT_S = 240.0  # GNOME Shell: ~4 s on a quiet machine, minutes on busy cores
 _REAP_INTERVAL_S = 1.0
 _STOP_ROUNDS = 3  # rounds of stopping the env's processes at reset: those started meanwhile go in the next
 _MODIFIER_KEYS = ("Shift_L", "Shift_R", "Control_L", "Control_R", "Alt_L", "Alt_R", "Super_L", "Super_R")
@@ -168,7 +168,7 @@ class DesktopSession:
     # -- lifecycle -----------------------------------------------------------------------
     def start(self) -> None:
         """Lay out the home and start Xvfb, D-Bus and the shell; returns once the window manager
-        answers (polled, at most ~15 s each, 90 s for GNOME Shell). Raises: SessionError naming what failed."""
+        answers (polled, at most ~15 s each, 240 s for GNOME Shell). Raises: SessionError naming what failed."""
         try:
             self._start()
         except BaseException:
