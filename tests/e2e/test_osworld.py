@@ -93,10 +93,11 @@ def test_osworld_task_reaches_its_scripted_result(osworld_run: dict[str, Any], t
         f"expected {expected}")
 
 
-#: The WM class (lower case) of the app each domain's launching setup starts.
+#: What names the window (WM class and title, lower case) of the app each domain's launching setup starts
+#: (VS Code is code-server in a Chromium app window).
 LAUNCHED_APP = {"chrome": "chromium", "gimp": "gimp", "libreoffice_calc": "libreoffice", "libreoffice_impress":
                 "libreoffice", "libreoffice_writer": "libreoffice", "multi_apps": "libreoffice",
-                "thunderbird": "thunderbird", "vlc": "vlc", "vs_code": "code"}
+                "thunderbird": "thunderbird", "vlc": "vlc", "vs_code": "visual studio code"}
 #: VLC started without a file: a window of its own size, as on OSWorld's VM (the others are maximised).
 UNMAXIMISED = {"59f21cfb-0120-4326-b255-a5b827b38967"}
 LAUNCHING_TASKS = [p for p in TASK_FILES if {s.type for s in load_task_file(p).config} & LAUNCH_STEPS]
@@ -110,15 +111,16 @@ def test_most_osworld_examples_launch_an_app_in_their_setup() -> None:
 @pytest.mark.parametrize("task_file", LAUNCHING_TASKS, ids=lambda p: f"{p.parent.name}/{p.stem[:8]}")
 def test_step_0_shows_the_app_the_setup_launched(osworld_run: dict[str, Any], task_file: Path) -> None:
     """Issue 33.1: the first observation is taken once the launched app's window is there and drawn:
-    it is in step 0's window list, maximised, and its area of the step-0 screenshot is drawn."""
+    it is in step 0's window list, maximised, and its area of the step-0 screenshot is drawn. The wait ends on
+    the windows, or at OSWorld's 60 s when the app took longer (GIMP on a busy machine): drawn either way."""
     (rollout,) = [r for r in osworld_run["rollouts"] if r["task_id"] == task_file.stem]
     trajectory = osworld_run["store"] / rollout["trajectory"]
     step = json.loads((trajectory / "step_0000.json").read_text())
     timings = step["timings"]
-    assert timings["first_screen_cause"] == "windows", (timings, step["windows"])
-    assert 0 < timings["first_screen_ms"] < 60_000
+    assert timings["first_screen_cause"] in ("windows", "capped"), (timings, step["windows"])
+    assert 0 < timings["first_screen_ms"] < 90_000  # the 60 s cap, and a last poll on a busy machine
     app = LAUNCHED_APP[task_file.parent.name]
-    windows = [w for w in step["windows"] if app in w["wm_class"].lower()]
+    windows = [w for w in step["windows"] if app in f"{w['wm_class']} {w['title']}".lower()]
     assert windows, f"no {app} window at step 0 of {task_file.stem}: {step['windows']}"
     screenshot = decode((trajectory / "image_0000.png").read_bytes())
     for window in windows:
