@@ -351,4 +351,6 @@ class DesktopSession:
             self.terminals.clear()
             self._xdotool("keyup", "--delay", "0", *_MODIFIER_KEYS)  # default: 12 ms after each key
             self._xdotool("mousemove", str(self.settings.width // 2), str(self.settings.height // 2))
+            if self.gnome:  # the closed apps leave the dock and the top bar a moment later
+                shell.wait_panels_still(self.display, self.settings.width, self.settings.height)
             return (time.perf_counter() - started) * 1000.0

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import shutil
 import subprocess
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
@@ -133,3 +134,24 @@ def reset_shell(env: Mapping[str, str], dconf_db: Path) -> None:
                 log.warning("resetting GNOME Shell's settings failed: %s", result.stderr[-500:])
     except (OSError, subprocess.TimeoutExpired) as exc:
         log.warning("resetting GNOME Shell failed: %s", exc)
+
+
+#: Width of Ubuntu's dock on the left (pixels, 48 px icons) and the longest `wait_panels_still` waits (s).
+DOCK_PX = 70
+PANELS_STILL_MAX_S = 1.5
+
+
+def wait_panels_still(display: str, width: int, height: int, interval_s: float = 0.2) -> bool:
+    """Wait until the top bar and the dock look the same in two grabs `interval_s` apart (after a reset, GNOME
+    Shell takes the closed apps off the dock and the top bar a moment later); at most `PANELS_STILL_MAX_S`.
+    True when they settled."""
+    regions = ((0, 0, width, TOP_BAR_PX), (0, TOP_BAR_PX, DOCK_PX, height - TOP_BAR_PX))
+    deadline = time.monotonic() + PANELS_STILL_MAX_S
+    last = [screen.grab(display, region).tobytes() for region in regions]
+    while time.monotonic() < deadline:
+        time.sleep(interval_s)
+        now = [screen.grab(display, region).tobytes() for region in regions]
+        if now == last:
+            return True
+        last = now
+    return False
