@@ -59,7 +59,7 @@ def run_curve(records: list[RolloutRecord]) -> RunCurve:
                    key=lambda r: float(r.ended_at or 0.0))
     if not ended:
         return RunCurve()
-    step = max(1, len(ended) // CURVE_POINTS)
+    step = max(1, -(-len(ended) // CURVE_POINTS))  # ceil: at most CURVE_POINTS points, plus the last
     keep = set(range(step - 1, len(ended), step)) | {len(ended) - 1}
     curve = RunCurve()
     successes = rewarded = 0

@@ -1,11 +1,15 @@
 """The dashboard's one reader of Redis: a background thread samples, every `PRODUCER_LIVE_INTERVAL_S`, the
-queues, the env pool, the newest runs, the event stream's new entries (the wall) and the gateway's replicas,
-and publishes an immutable `Snapshot`; every browser (server-sent events or `ETag` polls) is served from it.
-So Redis sees the same reads per second whatever the number of open dashboards: per tick one XREAD of every
-event shard, the pool's 3 reads, RQ's queue counters, one ZREVRANGE of the runs and the summary reads of the
-runs still running (finished runs are read once), plus the detail of each run a page is watching (one
-`summarize_run` per run, whatever the number of pages). The series point (`series.py`) is written and read
-once per `PRODUCER_SERIES_INTERVAL_S`.
+queues, the env pool, the newest runs and the gateway's replicas, and publishes an immutable `Snapshot`; every
+browser (server-sent events or `ETag` polls) is served from it. So Redis sees the same reads per second whatever
+the number of open dashboards: per tick the pool's 3 reads, RQ's queue counters, one ZREVRANGE of the runs and
+the summary reads of the runs still running (finished runs are read once), plus the detail of each run a page
+is watching (one `summarize_run` per run, whatever the number of pages). The series point (`series.py`) is
+written and read once per `PRODUCER_SERIES_INTERVAL_S`.
+
+The wall's steps come from the event stream, which the sinks empty as they persist (XACK + XDEL, see
+`services/storage_sink/stream_group.py`): a second thread follows every shard with one blocking XREAD at a
+time (`BLOCK` `STREAM_BLOCK_MS`), served by Redis the moment an entry is added, before a sink deletes it. Its
+reads follow the step rate (one per batch of new entries, at most one a second when idle), not the browsers.
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ log = logging.getLogger(__name__)
 READ_COUNT = 500
 #: Entries read back per shard when the sampler starts (the running rollouts' latest steps).
 BOOTSTRAP_COUNT = 500
+#: How long one read of the event stream waits for a new entry (ms).
+STREAM_BLOCK_MS = 1000
 #: Seconds a run's detail keeps being refreshed after a page last asked for it.
 WATCH_S = 30.0
 #: Rollouts of the `live` map: updated in the last `LIVE_S` seconds, the newest `LIVE_MAX`.
@@ -106,20 +112,32 @@ class LiveSampler:
         self._watched: dict[str, float] = {}
         self._detail_lock = threading.Lock()
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
         self.ticks = 0
 
     def start(self) -> None:
-        """Start sampling (the first tick at once)."""
+        """Start sampling (the first tick at once) and following the event stream."""
         self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name="dashboard-sampler", daemon=True)
-        self._thread.start()
+        self._threads = [threading.Thread(target=self._run, name="dashboard-sampler", daemon=True),
+                         threading.Thread(target=self._follow, name="dashboard-stream", daemon=True)]
+        for thread in self._threads:
+            thread.start()
 
     def stop(self) -> None:
-        """Stop sampling and wait for the thread."""
+        """Stop sampling and wait for the threads."""
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
+        for thread in self._threads:
+            thread.join(timeout=10)
+
+    def _follow(self) -> None:
+        while not self._stop.is_set():
+            try:
+                entries = self._read_stream(STREAM_BLOCK_MS)
+            except (redis.RedisError, OSError) as exc:
+                log.warning("dashboard stream reader: %s", exc)
+                self._stop.wait(self.interval_s)
+                continue
+            self.tracker.feed(entries)
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -136,20 +154,19 @@ class LiveSampler:
     def tick(self) -> None:
         """One round of reads; publishes a new `Snapshot` (and the series when due)."""
         now = time.time()
-        self.tracker.feed(self._read_stream())
         pool = EnvPool(self.client).status()
         queues = queue_stats(self.client)
         runs = self._runs()
         replicas, replicas_error = fetch_replicas(self.settings)
-        steps_per_s = self.tracker.steps_per_s(now)
+        steps_per_s, rollouts = self.tracker.view(now)
         wall = []
         for env in pool.envs:
             if env["state"] != "leased":
                 continue
             rollout_id = (env["leased_by"] or "").split("#", 1)[0] or None
             wall.append(WallTile(env_id=env["env_id"], url=env["url"], rollout_id=rollout_id,
-                                 live=self.tracker.rollouts.get(rollout_id or "")))
-        recent = sorted((s for s in self.tracker.rollouts.values() if s.updated >= now - LIVE_S),
+                                 live=rollouts.get(rollout_id or "")))
+        recent = sorted((s for s in rollouts.values() if s.updated >= now - LIVE_S),
                         key=lambda s: s.updated, reverse=True)[:LIVE_MAX]
         in_flight = float(sum(int(r.get("in_flight", 0) or 0) for r in replicas))
         self._sample_series(now, {"queue_depth": float(sum(q["depth"] for q in queues)),
@@ -165,8 +182,9 @@ class LiveSampler:
         self.snapshot = draft.model_copy(update={"version": digest})
         self.ticks += 1
 
-    def _read_stream(self) -> list[tuple[str, dict[bytes, bytes]]]:
-        """New entries of every event shard since the last tick (the newest `BOOTSTRAP_COUNT` of each at start)."""
+    def _read_stream(self, block_ms: int | None = None) -> list[tuple[str, dict[bytes, bytes]]]:
+        """New entries of every event shard since the last read, waiting up to `block_ms` for one (the newest
+        `BOOTSTRAP_COUNT` of each at the first read)."""
         out: list[tuple[str, dict[bytes, bytes]]] = []
         if self._cursors is None:
             self._cursors = {}
@@ -175,7 +193,7 @@ class LiveSampler:
                 self._cursors[stream] = _text(entries[0][0]) if entries else "0-0"
                 out.extend((_text(i), f) for i, f in reversed(entries))
             return out
-        reply: Any = self.client.xread(dict(self._cursors), count=READ_COUNT)  # type: ignore[arg-type]
+        reply: Any = self.client.xread(dict(self._cursors), count=READ_COUNT, block=block_ms)  # type: ignore[arg-type]
         for stream, entries in reply or []:
             if entries:
                 self._cursors[_text(stream)] = _text(entries[-1][0])
@@ -212,7 +230,7 @@ class LiveSampler:
     # -- run details ----------------------------------------------------------------------------------------
     def knows(self, trajectory: str) -> bool:
         """Whether the event stream showed a rollout of `trajectory` (`{run_id}/{task_id}_{index}`)."""
-        return any(live.trajectory == trajectory for live in list(self.tracker.rollouts.values()))
+        return any(live.trajectory == trajectory for live in self.tracker.view(time.time())[1].values())
 
     def watch(self, run_id: str) -> None:
         """A page shows `run_id`: keep its detail refreshed for `WATCH_S` seconds more."""

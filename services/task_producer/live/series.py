@@ -63,13 +63,16 @@ class RedisSeries:
 
     def read(self, now_s: float | None = None) -> Series:
         """Points of the last `WINDOW_S` seconds, oldest first (one XRANGE)."""
-        since_ms = int(((now_s if now_s is not None else time.time()) - WINDOW_S) * 1000)
-        entries: Any = self.client.xrange(keys.DASHBOARD_SERIES, min=f"{since_ms}-0", max="+")
+        since = (now_s if now_s is not None else time.time()) - WINDOW_S
+        entries: Any = self.client.xrange(keys.DASHBOARD_SERIES, min=f"{int(since * 1000)}-0", max="+")
         t: list[float] = []
         values: dict[str, list[float | None]] = {name: [] for name in FIELDS}
         for _, fields in entries:
+            stamp = float(fields[b"t"])  # the writer's clock (entry ids are Redis's)
+            if stamp < since:
+                continue
             point = json.loads(fields[b"p"])
-            t.append(float(fields[b"t"]))
+            t.append(stamp)
             for name in FIELDS:
                 values[name].append(point.get(name))
         return Series(source="redis", t=t, values=values)

@@ -8,6 +8,7 @@ each rollout (the wall's tiles) and the entry times of the steps of the last `RA
 from __future__ import annotations
 
 import logging
+import threading
 from collections import deque
 from pydantic import BaseModel
 
@@ -53,16 +54,33 @@ def _entry_time_s(entry_id: str) -> float:
 
 
 class StepTracker:
-    """Latest step per rollout and recent step times, from decoded stream entries."""
+    """Latest step per rollout and recent step times, from decoded stream entries; thread-safe (one thread
+    feeds it, others read `view`)."""
 
     def __init__(self) -> None:
         self.rollouts: dict[str, LiveStep] = {}
         self.inline_pngs: dict[str, bytes] = {}  # shot id -> PNG, for steps whose PNG rode in the entry
         self._step_times: deque[float] = deque()
+        self._lock = threading.Lock()
+
+    def view(self, now_s: float) -> tuple[float, dict[str, LiveStep]]:
+        """The step rate at `now_s` (`steps_per_s`) and a copy of each rollout's latest state, by rollout id."""
+        with self._lock:
+            return self.steps_per_s(now_s), {k: v.model_copy() for k, v in self.rollouts.items()}
+
+    def latest(self, rollout_id: str) -> LiveStep | None:
+        """A copy of the latest state of `rollout_id`, None when the stream showed none of it."""
+        with self._lock:
+            live = self.rollouts.get(rollout_id)
+            return None if live is None else live.model_copy()
 
     def feed(self, entries: list[tuple[str, dict[bytes, bytes]]]) -> None:
         """Apply stream entries (id, fields) in stream order. A poison entry is logged and skipped (the sink
         dead-letters it)."""
+        with self._lock:
+            self._feed(entries)
+
+    def _feed(self, entries: list[tuple[str, dict[bytes, bytes]]]) -> None:
         for entry_id, fields in entries:
             try:
                 event, png = decode_event(fields)

@@ -113,7 +113,7 @@ async def rollout_shot(rollout_id: Annotated[str, Path(min_length=1, max_length=
                        store: Annotated[ObjectStore, Depends(get_store)]) -> Response:
     """The latest screenshot of a rollout the event stream showed, as a JPEG thumbnail 480 pixels wide with
     its step's action drawn on it (the wall's tiles). 404 when the sampler knows no screenshot of it."""
-    live = sampler.tracker.rollouts.get(rollout_id)
+    live = sampler.tracker.latest(rollout_id)
     shot = live.shot if live is not None else None
     if live is None or shot is None:
         raise HTTPException(404, f"no screenshot of rollout {rollout_id!r} on the event stream")

@@ -200,7 +200,5 @@ document.addEventListener('DOMContentLoaded', () => {
   } else if (page === 'group') {
     const task = JSON.parse($('task-id').textContent);
     renderGroup(data.run, task); connect(data.run.summary.run_id, {run: (d) => renderGroup(d, task)});
-  } else if (page === 'trajectory') {
-    const status = $('live-status'); status.textContent = ''; status.className = '';
-  }
+  }  // the trajectory page: trajectory.js
 });

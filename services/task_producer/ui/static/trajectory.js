@@ -44,8 +44,8 @@
   else document.getElementById('position').textContent = `${box.querySelectorAll('.step').length} steps`;
 
   // Live: poll the stored steps after the last one shown until the manifest is stored, then show the outcome.
-  if (box.dataset.live !== 'true') return;
   const status = document.getElementById('live-status');
+  if (box.dataset.live !== 'true') { status.textContent = ''; return; }
   status.textContent = '● live: following the rollout'; status.className = 'live';
   const poll = async () => {
     try {
