@@ -5,8 +5,8 @@ settings, the trajectory store) reaches them through `Depends` (`deps.py`)."""
 from __future__ import annotations
 
 import contextlib
-from pathlib import Path
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 from fastapi import Depends, FastAPI, Request
@@ -18,9 +18,9 @@ from common.auth import warn_if_open
 from common.service import add_health_and_metrics, redis_client
 from services.task_producer.adaptive import AdaptiveController
 from services.task_producer.deps import require_token
+from services.task_producer.live.sampler import LiveSampler
 from services.task_producer.metrics import RUNS_REJECTED
 from services.task_producer.pool_metrics import producer_registry
-from services.task_producer.live.sampler import LiveSampler
 from services.task_producer.routes import dashboard, flaky, ops, results, runs, trajectories
 from services.task_producer.settings import ProducerSettings
 from services.task_producer.ui.login import router as login_router

@@ -173,11 +173,11 @@ class LiveSampler:
                                   "envs_leased": float(pool.leased), "envs_idle": float(pool.idle),
                                   "in_flight": in_flight, "steps_per_s": round(steps_per_s, 3)})
         self._refresh_details(now)
-        content = {"queues": queues, "envs": {"total": pool.total, "leased": pool.leased, "idle": pool.idle,
-                                              "unhealthy": pool.unhealthy},
-                   "replicas": replicas, "replicas_error": replicas_error, "runs": runs, "wall": wall,
-                   "live": {s.trajectory: s for s in recent}, "steps_per_s": round(steps_per_s, 3)}
-        draft = Snapshot(version="", t=now, interval_s=self.interval_s, **content)
+        draft = Snapshot(version="", t=now, interval_s=self.interval_s, queues=queues,
+                         envs={"total": pool.total, "leased": pool.leased, "idle": pool.idle,
+                               "unhealthy": pool.unhealthy},
+                         replicas=replicas, replicas_error=replicas_error, runs=runs, wall=wall,
+                         live={s.trajectory: s for s in recent}, steps_per_s=round(steps_per_s, 3))
         digest = hashlib.sha256(draft.model_dump_json(exclude={"t", "version"}).encode()).hexdigest()[:16]
         self.snapshot = draft.model_copy(update={"version": digest})
         self.ticks += 1

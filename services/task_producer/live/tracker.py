@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
+
 from pydantic import BaseModel
 
 from common.events import EpisodeEvent, StepEvent, decode_event, png_key_of

@@ -89,13 +89,16 @@ def check_prometheus(prometheus: str, producer: str, token: str, timeout_s: floa
 
     try:
         wait_until(lambda: bool(query('cua_queue_jobs{job="producer",state="waiting"}')), timeout_s,
-                   "Prometheus to scrape the queue-depth gauge cua_queue_jobs")
+                   "Prometheus to scrape the queue-depth gauge cua_queue_jobs", interval_s=2)
         wait_until(lambda: {r["metric"]["job"] for r in query("up == 1")} >= PROMETHEUS_JOBS, timeout_s,
-                   f"Prometheus to scrape every job up: {sorted(PROMETHEUS_JOBS)}")
+                   f"Prometheus to scrape every job up: {sorted(PROMETHEUS_JOBS)}", interval_s=2)
         series = httpx.get(f"{producer}/v1/dashboard/series", headers={"Authorization": f"Bearer {token}"},
                            timeout=10).json()
     except (TimeoutError, httpx.HTTPError, ValueError) as exc:
-        down = sorted(PROMETHEUS_JOBS - {r["metric"]["job"] for r in query("up == 1")})
+        try:
+            down = sorted(PROMETHEUS_JOBS - {r["metric"]["job"] for r in query("up == 1")})
+        except (httpx.HTTPError, ValueError):
+            down = sorted(PROMETHEUS_JOBS)
         return [f"Prometheus: {exc} (jobs not up: {down})"]
     if series.get("source") != "prometheus" or not series.get("t") or series.get("error"):
         return [f"the dashboard's series is not read from Prometheus: {str(series)[:300]}"]
