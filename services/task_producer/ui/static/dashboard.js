@@ -39,13 +39,13 @@ function whiskers(lows, highs) {
 }
 
 // Bars of named categories (x = 0..n-1) with optional interval whiskers.
-function bars(id, names, values, color, lows = null, highs = null, yRange = null) {
+function bars(id, label, names, values, color, lows = null, highs = null, yRange = null) {
   const state = cua[id] = cua[id] || {};
   state.names = names; state.lows = lows; state.highs = highs;
   const data = [names.map((_, i) => i), values];
-  plot(id, [{label: id, fill: color, stroke: color, paths: uPlot.paths.bars({size: [0.6, 80]}), points: {show: false}}], data, {
+  plot(id, [{label, fill: color, stroke: color, paths: uPlot.paths.bars({size: [0.6, 80]}), points: {show: false}}], data, {
     scales: {x: {time: false, range: () => [-0.5, Math.max(0.5, state.names.length - 0.5)]}, ...(yRange ? {y: {range: yRange}} : {})},
-    axes: [{splits: () => state.names.map((_, i) => i), values: (u, vals) => vals.map((v) => state.names[v] ?? '')}, {}],
+    axes: [{size: 40, splits: () => state.names.map((_, i) => i), values: (u, vals) => vals.map((v) => state.names[v] ?? '')}, {}],
     hooks: lows ? {draw: [whiskers(() => state.lows || [], () => state.highs || [])]} : {},
   });
 }
@@ -152,7 +152,7 @@ function renderRun(d) {
        [d.curve.t, d.curve.rate, d.curve.low, d.curve.high],
        {bands: [{series: [3, 2], fill: 'rgba(46,125,50,0.15)'}], scales: {y: {range: [0, 1]}}});
   const domains = Object.keys(st.domains);
-  bars('plot-domains', domains, domains.map((k) => st.domains[k].rate), '#64b5f6',
+  bars('plot-domains', 'success rate', domains, domains.map((k) => st.domains[k].rate), '#64b5f6',
        domains.map((k) => st.domains[k].low), domains.map((k) => st.domains[k].high), [0, 1]);
   $('score').innerHTML = '<tr><th>domain</th><th>reward</th><th>score</th><th>counted 0 (no reward)</th><th>left out</th></tr>'
     + Object.entries(st.domain_scores).map(([k, s]) => scoreRow(k, s)).join('') + scoreRow('all', st.score, true);
@@ -178,7 +178,7 @@ function renderRun(d) {
 function renderGroup(d, task) {
   const group = d.groups[task] || [];
   const names = group.map((r) => `#${r.rollout_index}`);
-  bars('plot-group', names, group.map((r) => r.reward), '#81c784', null, null, [0, 1]);
+  bars('plot-group', 'reward', names, group.map((r) => r.reward), '#81c784', null, null, [0, 1]);
   $('group').innerHTML = group.map((r) => {
     const last = r.num_steps > 0 && r.trajectory ? `<img alt="final screen of ${esc(r.trajectory)}" src="/v1/trajectories/${esc(r.trajectory)}/image_${String(r.num_steps - 1).padStart(4, '0')}.png">` : '<div class="noshot muted">no screenshot</div>';
     return `<a class="tile" href="${r.trajectory ? '/ui/trajectories/' + esc(r.trajectory) : '#'}">${last}<div class="caption">
