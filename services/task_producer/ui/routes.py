@@ -83,7 +83,7 @@ def _trajectory_files(store: ObjectStore, trajectory: str, sampler: LiveSampler,
         manifest = None
     if manifest is None and not names and not sampler.knows(trajectory):
         raise HTTPException(404, f"trajectory {trajectory} not found (nothing stored yet)")
-    return manifest, load_steps(store, trajectory, manifest.get("steps", names) if manifest else names)
+    return manifest, load_steps(store, trajectory, (manifest or {}).get("steps") or names)
 
 
 @router.get("/trajectories/{run_id}/{name}", response_class=HTMLResponse)
