@@ -1,10 +1,10 @@
 """The dashboard's one reader of Redis: a background thread samples, every `PRODUCER_LIVE_INTERVAL_S`, the
 queues, the env pool, the newest runs and the gateway's replicas, and publishes an immutable `Snapshot`; every
 browser (server-sent events or `ETag` polls) is served from it. So Redis sees the same reads per second whatever
-the number of open dashboards: per tick the pool's 3 reads, RQ's queue counters, one ZREVRANGE of the runs and
-the summary reads of the runs still running (finished runs are read once), plus the detail of each run a page
-is watching (one `summarize_run` per run, whatever the number of pages). The series point (`series.py`) is
-written and read once per `PRODUCER_SERIES_INTERVAL_S`.
+the number of open dashboards: per tick the pool's 3 reads, the queues' counters (one pipeline, `queues.py`),
+one ZREVRANGE of the runs and the summary reads of the runs still running (finished runs are read once), plus
+the detail of each run a page is watching (one `summarize_run` per run, whatever the number of pages). The
+series point (`series.py`) is written and read once per `PRODUCER_SERIES_INTERVAL_S`.
 
 The wall's steps come from the event stream, which the sinks empty as they persist (XACK + XDEL, see
 `services/storage_sink/stream_group.py`): a second thread follows every shard with one blocking XREAD at a
@@ -28,10 +28,10 @@ from common.envpool import EnvPool
 from common.eventshards import EventShardSettings
 from common.keys import events_stream
 from common.runstate import RunSummary, list_run_ids, summarize_run
+from services.task_producer.live.queues import queue_counts
 from services.task_producer.live.rundetail import RunDetail, run_detail
 from services.task_producer.live.series import RedisSeries, Series, prometheus_series
 from services.task_producer.live.tracker import LiveStep, StepTracker
-from services.task_producer.queueing import queue_stats
 from services.task_producer.settings import ProducerSettings
 
 log = logging.getLogger(__name__)
@@ -155,7 +155,7 @@ class LiveSampler:
         """One round of reads; publishes a new `Snapshot` (and the series when due)."""
         now = time.time()
         pool = EnvPool(self.client).status()
-        queues = queue_stats(self.client)
+        queues = queue_counts(self.client)
         runs = self._runs()
         replicas, replicas_error = fetch_replicas(self.settings)
         steps_per_s, rollouts = self.tracker.view(now)
