@@ -167,3 +167,10 @@ QUARANTINE = f"{PREFIX}:quarantine"
 #: Held (SET NX PX) by the sink running a blob reconciliation round (`services/storage_sink/reconcile.py`), so
 #: that one sink at a time lists and deletes blobs.
 BLOB_RECONCILE_LOCK = f"{PREFIX}:sink:blob-reconcile:lock"
+
+
+#: Stream of the dashboard's series points (queue depth, envs, in-flight requests, step rate), one entry per
+#: `DASHBOARD_SERIES_INTERVAL_S`, trimmed to the last hour (`services/task_producer/live/series.py`).
+DASHBOARD_SERIES = f"{PREFIX}:dashboard:series"
+#: Held (SET NX PX) by the producer replica writing the next series point, so replicas never write twice.
+DASHBOARD_SERIES_LOCK = f"{PREFIX}:dashboard:series:lock"

@@ -6,7 +6,7 @@ of closing over them, so each router module stands alone.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import redis
 from fastapi import Path, Request
@@ -24,6 +24,9 @@ from common.ids import (
 from common.objectstore import ObjectStore, open_store
 from common.ui_session import cookie_ok
 from services.task_producer.settings import ProducerSettings
+
+if TYPE_CHECKING:
+    from services.task_producer.live.sampler import LiveSampler
 
 #: Path parameters: ids of the shapes of `common.ids`, so none can address objects outside its run.
 RunIdPath = Annotated[str, Path(min_length=1, max_length=RUN_ID_MAX, pattern=RUN_ID_PATTERN)]
@@ -51,6 +54,12 @@ def get_store(request: Request) -> ObjectStore:
         state.store = open_store(state.settings)
     store: ObjectStore = state.store
     return store
+
+
+def get_sampler(request: Request) -> LiveSampler:
+    """The dashboard's sampler (`live/sampler.py`): the one reader of Redis behind every dashboard page."""
+    sampler: LiveSampler = request.app.state.sampler
+    return sampler
 
 
 BEARER = HTTPBearer(auto_error=False, description="`Authorization: Bearer <PRODUCER_API_TOKEN>`")

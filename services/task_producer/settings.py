@@ -21,6 +21,9 @@ class ProducerSettings(ServiceSettings, ObjectStoreSettings):
     of one request), `PRODUCER_MAX_INSTRUCTION_CHARS` (each task's instruction, copied into every job).
     `PRODUCER_ENQUEUE_BATCH`: jobs enqueued per Redis pipeline. `PRODUCER_GATEWAY_URL` /
     `PRODUCER_GATEWAY_ADMIN_TOKEN`: the gateway the dashboard shows replicas of, and its admin token.
+    The live dashboard (docs/dashboard.md): `PRODUCER_LIVE_INTERVAL_S` between two samples of Redis (s),
+    `PRODUCER_LIVE_RUNS` newest runs it shows, `PRODUCER_SERIES_INTERVAL_S` between two points of the last
+    hour's series (s), `PRODUCER_PROMETHEUS_URL`: a Prometheus to read that series from instead of Redis.
     """
 
     model_config = SettingsConfigDict(env_prefix="PRODUCER_", extra="ignore")
@@ -36,6 +39,10 @@ class ProducerSettings(ServiceSettings, ObjectStoreSettings):
     #: Bearer token of the gateway's admin routes (`GATEWAY_ADMIN_TOKEN`), for the dashboard's replica view.
     gateway_admin_token: SecretStr | None = None
     api_token: SecretStr = SecretStr("")
+    live_interval_s: float = Field(default=1.0, gt=0, le=60)
+    live_runs: int = Field(default=20, ge=1, le=200)
+    series_interval_s: float = Field(default=10.0, ge=1, le=600)
+    prometheus_url: str = ""
     enqueue_batch: int = Field(default=500, ge=1)
     max_rollouts_per_run: int = Field(default=10_000, ge=1)
     max_instruction_chars: int = Field(default=20_000, ge=1)

@@ -10,8 +10,9 @@ every example rollout run in the containers, then everything torn down.
    `make demo` checks), every trajectory's manifest must be in the bucket (read back through the
    producer), and `/ui`, `/metrics`, `/v1/queues` must answer (with the token; without it: 401).
 4. Attack 2 of issue 34 from inside a desktop container (`attack.py`): Python sent to its `/execute` and
-   `/run_python` tries Redis, the store, the producer, the gateway (by name, by address, through the host's
-   published ports) and must reach none; a runner's PING to Redis without the password must be refused.
+   `/run_python` tries Redis, the store, the producer, the gateway, Prometheus (by name, by address, through the
+   host's published ports) and must reach none; a runner's PING to Redis without the password must be refused.
+   Prometheus must have scraped the queue-depth gauge and every service, and the dashboard read it.
 5. `docker compose down -v`, whatever happened. Exits 0 only when every check held; prints the times
    (build, up, up -> first finished run, whole run).
 """
@@ -44,6 +45,8 @@ PROJECT = "cua-compose-test"
 #: Images no registry gives here, built by docker_host when absent (the compose file's own images
 #: derive from debian; redis:7 is used as it is; minio's are replaced by the override).
 BASE_IMAGES = ["debian:bookworm-slim", "redis:7"]
+#: Scrape jobs of deploy/monitoring/prometheus.yml that must be up (every service with a /metrics).
+PROMETHEUS_JOBS = {"producer", "gateway", "runner", "sink", "policy", "prometheus"}
 #: compose's own builder (Debian's docker.io has no buildx plugin for compose's "bake" path).
 COMPOSE_ENV = {**os.environ, "COMPOSE_BAKE": "false"}
 
@@ -100,6 +103,32 @@ def attack_from_desktop(compose: Compose, host_ports: list[int]) -> list[str]:
     problems = check_desktop_isolation(exec_in, container_addresses(compose, list(SERVICE_PORTS)), host_ports)
     log.info("attack from a desktop: %s", "; ".join(problems) or "every attempt refused or unreachable")
     return problems
+
+
+def check_prometheus(prometheus: str, producer: str, token: str, timeout_s: float = 120.0) -> list[str]:
+    """Problems with the `prometheus` service: it must have scraped the producer's queue-depth gauge
+    (`cua_queue_jobs`) and every other job of deploy/monitoring/prometheus.yml (each `up`), and the producer's
+    dashboard must read its last-hour series from it (`PRODUCER_PROMETHEUS_URL`)."""
+    def query(expr: str) -> list[dict]:
+        body = httpx.get(f"{prometheus}/api/v1/query", params={"query": expr}, timeout=10).json()
+        return list(body.get("data", {}).get("result", []))
+
+    try:
+        wait_until(lambda: bool(query('cua_queue_jobs{job="producer",state="waiting"}')), timeout_s,
+                   "Prometheus to scrape the queue-depth gauge cua_queue_jobs", interval_s=2)
+        wait_until(lambda: {r["metric"]["job"] for r in query("up == 1")} >= PROMETHEUS_JOBS, timeout_s,
+                   f"Prometheus to scrape every job up: {sorted(PROMETHEUS_JOBS)}", interval_s=2)
+        series = httpx.get(f"{producer}/v1/dashboard/series", headers={"Authorization": f"Bearer {token}"},
+                           timeout=10).json()
+    except (TimeoutError, httpx.HTTPError, ValueError) as exc:
+        try:
+            down = sorted(PROMETHEUS_JOBS - {r["metric"]["job"] for r in query("up == 1")})
+        except (httpx.HTTPError, ValueError):
+            down = sorted(PROMETHEUS_JOBS)
+        return [f"Prometheus: {exc} (jobs not up: {down})"]
+    if series.get("source") != "prometheus" or not series.get("t") or series.get("error"):
+        return [f"the dashboard's series is not read from Prometheus: {str(series)[:300]}"]
+    return []
 
 
 def run_examples(producer: str, token: str, timeout_s: float, started: float,
@@ -171,9 +200,10 @@ def main() -> int:
         log.info("base images built here: %s", built or "none (all present)")
         env_file = args.work_dir / "test.env"
         secrets = write_env_file(env_file, force=True)
-        producer_port, gateway_port = free_port(), free_port()
+        producer_port, gateway_port, prometheus_port = free_port(), free_port(), free_port()
         with env_file.open("a") as handle:
-            handle.write(f"CUA_PRODUCER_PORT={producer_port}\nCUA_GATEWAY_PORT={gateway_port}\n")
+            handle.write(f"CUA_PRODUCER_PORT={producer_port}\nCUA_GATEWAY_PORT={gateway_port}\n"
+                         f"CUA_PROMETHEUS_PORT={prometheus_port}\n")
         compose = Compose(env_file)
         try:
             t0 = time.monotonic()
@@ -188,7 +218,8 @@ def main() -> int:
             problems += run_problems
             times.update(run_times)
             problems += check_endpoints(producer, secrets["PRODUCER_TOKEN"])
-            problems += attack_from_desktop(compose, [producer_port, gateway_port])
+            problems += check_prometheus(f"http://127.0.0.1:{prometheus_port}", producer, secrets["PRODUCER_TOKEN"])
+            problems += attack_from_desktop(compose, [producer_port, gateway_port, prometheus_port])
         except Exception:
             subprocess.run([*compose.base, "ps", "-a"], check=False, timeout=60)
             subprocess.run([*compose.base, "logs", "--tail", "40"], check=False, timeout=120)

@@ -67,7 +67,8 @@ print("DRIVER" + json.dumps({"execute": post("/execute", {"command": ["python3",
 log = logging.getLogger("compose-test")
 
 #: Service name -> its port the attack tries.
-SERVICE_PORTS = {"redis": 6379, "minio": 9000, "producer": 8080, "gateway": 8000, "sink": 9102, "policy": 8001}
+SERVICE_PORTS = {"redis": 6379, "minio": 9000, "producer": 8080, "gateway": 8000, "sink": 9102, "policy": 8001,
+                 "prometheus": 9090}
 
 
 def probe_code(targets: list[tuple[str, int]], host_ports: list[int]) -> str:
