@@ -71,8 +71,10 @@ def accessibility_tree(rng: random.Random, lines: int) -> str:
     """A synthetic linearised accessibility tree (OSWorld's tab-separated `tag name text position size` rows)."""
     rows = ["tag\tname\ttext\tclass\tdescription\tposition (top-left x&y)\tsize (w&h)"]
     for _ in range(lines):
+        position = f"({rng.randrange(1920)}, {rng.randrange(1080)})"
+        size = f"({rng.randrange(20, 400)}, {rng.randrange(16, 60)})"
         rows.append(f"{rng.choice(ROLES)}\t{rng.choice(WORDS)} {rng.choice(WORDS)}\t{rng.choice(WORDS)}\t\t\t"
-                    f"({rng.randrange(1920)}, {rng.randrange(1080)})\t({rng.randrange(20, 400)}, {rng.randrange(16, 60)})")
+                    f"{position}\t{size}")
     return "\n".join(rows)
 
 

