@@ -95,6 +95,7 @@ def replay_episode(gateway: str, model: str, salt: str, episode: int, args: argp
                 "model": model, "messages": messages, "max_tokens": args.max_tokens, "temperature": 1.0})
             sent += 1
             if response.status_code != 200:
+                print(f"episode {episode}: HTTP {response.status_code} {response.text[:200]}", file=sys.stderr)
                 failed += 1
                 break
             messages.append({"role": "assistant", "content": response.json()["choices"][0]["message"]["content"]})
