@@ -25,6 +25,8 @@ from tests.servers import serve_app
 from tests.vllm_fixtures import VLLMReplicas
 
 CHAT = "/v1/chat/completions"
+#: The first test also waits for the session's vLLM servers to start (minutes on busy cores).
+pytestmark = pytest.mark.timeout(900)
 
 
 @contextmanager
