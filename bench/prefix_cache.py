@@ -145,7 +145,7 @@ def vllm_replicas(given: str, log_dir: Path) -> Iterator[tuple[list[str], str]]:
     model_dir = build_model("tiny-qwen2-osworld", "--kind", "text", "--train", "osworld_pyautogui")
     servers = [start_vllm(model_dir, log_dir) for _ in range(2)]
     try:
-        wait_healthy(servers)
+        wait_healthy(servers, timeout_s=1200.0)  # a loaded 2-core machine: minutes
         yield [s.url for s in servers], SERVED_MODEL
     finally:
         for server in servers:
