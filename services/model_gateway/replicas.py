@@ -8,6 +8,9 @@ Circuit breaker (per replica), states `closed` -> `open` -> `half_open` -> `clos
 - half_open: routable for one request at a time (a trial); a successful request or a second successful
   health probe closes it, any failure opens it again (and restarts the cooldown).
 
+Engine load: `engine` is the replica's last `EngineLoad` scraped from its `/metrics` (vLLM's running and waiting
+requests, `engine_load.py`), None for a server without vLLM's metrics; `load` is what least-loaded routing compares.
+
 Reload state: `reloading` is true while the rolling reload works on the replica (it is also draining),
 `target_version` is the version it is being moved to (requests for that version may wait for it).
 """
@@ -20,6 +23,8 @@ import time
 from dataclasses import dataclass, field
 from enum import StrEnum
 from urllib.parse import urlparse
+
+from services.model_gateway.engine_load import EngineLoad
 
 
 class BreakerState(StrEnum):
@@ -45,6 +50,7 @@ class Replica:
     consecutive_failures: int = 0
     model_version: str | None = None
     sessions: int = 0  # episodes pinned here (maintained by the router)
+    engine: EngineLoad | None = None  # last scrape of its /metrics (health loop)
 
     @property
     def healthy(self) -> bool:
@@ -58,12 +64,22 @@ class Replica:
             return False
         return self.breaker == BreakerState.CLOSED or self.in_flight == 0
 
+    @property
+    def load(self) -> int:
+        """Requests on the replica: this gateway's in-flight ones, or its engine's running + waiting requests when
+        its last scrape reported more (other gateways' and direct clients' requests count too)."""
+        return self.in_flight if self.engine is None else max(self.in_flight, self.engine.requests)
+
     def as_dict(self) -> dict[str, object]:
-        """JSON view for the admin API."""
+        """JSON view for the admin API (`engine_*`: the last scrape of its /metrics, None without one)."""
+        engine = self.engine
         return {"id": self.id, "url": self.url, "healthy": self.healthy, "breaker": self.breaker.value,
                 "draining": self.draining, "reloading": self.reloading, "target_version": self.target_version,
                 "in_flight": self.in_flight, "sessions": self.sessions,
-                "consecutive_failures": self.consecutive_failures, "model_version": self.model_version}
+                "consecutive_failures": self.consecutive_failures, "model_version": self.model_version,
+                "engine_running": engine.running if engine else None,
+                "engine_waiting": engine.waiting if engine else None,
+                "kv_cache_usage": engine.kv_cache_usage if engine else None}
 
 
 def replica_id(url: str) -> str:

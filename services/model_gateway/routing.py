@@ -9,7 +9,11 @@ above the bound). Adding a replica moves no pinned episode; removing one moves o
 
 Decisions (the `decision` label of the routing metric): `sticky`, `new` (no pin), `migrated` (the pinned
 replica cannot serve) and `overload` (moved off an overloaded replica). Requests without a session key go
-to the eligible replica with the fewest in-flight requests.
+to the eligible replica with the least load (`Replica.load`: in-flight requests, or its vLLM engine's running +
+waiting requests when those are more).
+
+Policy `round_robin` (`GATEWAY_ROUTING`; decision `round_robin`) ignores session keys and sends each request to
+the next eligible replica in id order: no pin, no prefix-cache affinity (the baseline of bench/prefix_cache.py).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import re
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
+from typing import Literal
 
 from services.model_gateway.replicas import Replica, ReplicaPool
 
@@ -59,6 +64,7 @@ def ring_hash(key: str) -> int:
 
 
 Accept = Callable[[Replica], bool]
+RoutingPolicy = Literal["sticky", "round_robin"]
 
 
 class ConsistentRouter:
@@ -66,12 +72,16 @@ class ConsistentRouter:
 
     Pins form an LRU bounded by `max_sessions` whose entries expire after `ttl_s` seconds unused (an episode
     that stopped calling no longer counts as load). `epsilon` is the load slack: no replica takes a new
-    episode while it holds more than `ceil((1 + epsilon) * average)`.
+    episode while it holds more than `ceil((1 + epsilon) * average)`. `policy`: `sticky`, or `round_robin`
+    (module docstring).
     """
 
     def __init__(self, pool: ReplicaPool, ttl_s: float, max_sessions: int, epsilon: float = 0.25,
-                 vnodes: int = 100, clock: Callable[[], float] = time.monotonic) -> None:
+                 vnodes: int = 100, clock: Callable[[], float] = time.monotonic,
+                 policy: RoutingPolicy = "sticky") -> None:
         self.pool = pool
+        self.policy = policy
+        self._turn = 0  # round_robin: requests routed so far
         self.ttl_s = ttl_s
         self.max_sessions = max_sessions
         self.epsilon = epsilon
@@ -133,13 +143,23 @@ class ConsistentRouter:
         return [r for r in self.pool.routable() if r.id not in excluded and (accept is None or accept(r))]
 
     def least_loaded(self, exclude: set[str] | None = None, accept: Accept | None = None) -> Replica | None:
-        """The eligible replica with the fewest in-flight requests (then pinned episodes, then id), or None."""
+        """The eligible replica with the least `load` (then in-flight requests, pinned episodes, id), or None."""
         candidates = self.candidates(exclude, accept)
-        return min(candidates, key=lambda r: (r.in_flight, r.sessions, r.id)) if candidates else None
+        return min(candidates, key=lambda r: (r.load, r.in_flight, r.sessions, r.id)) if candidates else None
+
+    def next_in_turn(self, exclude: set[str] | None = None, accept: Accept | None = None) -> Replica | None:
+        """Round robin: the next eligible replica in id order, or None."""
+        candidates = sorted(self.candidates(exclude, accept), key=lambda r: r.id)
+        if not candidates:
+            return None
+        self._turn += 1
+        return candidates[(self._turn - 1) % len(candidates)]
 
     def route(self, key: str | None, exclude: set[str] | None = None,
               accept: Accept | None = None) -> tuple[Replica | None, str]:
         """Pick a replica for a request with session `key`; returns (replica or None, decision)."""
+        if self.policy == "round_robin":
+            return self.next_in_turn(exclude, accept), "round_robin"
         if key is None:
             return self.least_loaded(exclude, accept), "new"
         now = self.clock()

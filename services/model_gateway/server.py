@@ -45,7 +45,8 @@ def build_state(settings: GatewaySettings, resolver: Resolver = resolve_ipv4) ->
     pool = ReplicaPool(unhealthy_after=settings.unhealthy_after, cooldown_s=settings.breaker_cooldown_s)
     discovery = ReplicaDiscovery(pool, settings.replica_urls, resolver, version=initial)
     discovery.sync()
-    router = ConsistentRouter(pool, settings.sticky_ttl_s, settings.max_sessions, epsilon=settings.load_epsilon)
+    router = ConsistentRouter(pool, settings.sticky_ttl_s, settings.max_sessions, epsilon=settings.load_epsilon,
+                              policy=settings.routing)
     registry = CollectorRegistry()
     state = GatewayState(
         settings=settings, pool=pool, discovery=discovery, router=router, metrics=GatewayMetrics(registry),
@@ -95,7 +96,8 @@ def create_app(settings: GatewaySettings | None = None, resolver: Resolver = res
         client = replica_client(settings, state.timeout)
         state.clients[:] = [client]
         task = asyncio.create_task(health_loop(state.pool, client, settings.health_interval_s,
-                                               settings.health_timeout_s, state.discovery))
+                                               settings.health_timeout_s, state.discovery,
+                                               settings.engine_metrics))
         publisher = StreamPublisher(settings.redis_url, EventShardSettings().event_shards,
                                     settings.session_publish_timeout_s)
         app.state.sessions = SessionManager(publisher, settings.session_ttl_s, settings.session_run_id,

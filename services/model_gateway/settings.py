@@ -37,6 +37,9 @@ class GatewaySettings(ServiceSettings):
     replicas: str = ""
     health_interval_s: float = 2.0
     health_timeout_s: float = 2.0
+    #: Read each healthy replica's vLLM `/metrics` (running and waiting requests) after its health probe: the
+    #: load that least-loaded routing compares (`engine_load.py`).
+    engine_metrics: bool = True
     connect_timeout_s: float = 2.0
     read_timeout_s: float = 280.0
     write_timeout_s: float = 30.0
@@ -50,6 +53,9 @@ class GatewaySettings(ServiceSettings):
     max_sessions: int = 100_000
     max_connections: int = 1000
     load_epsilon: float = Field(default=0.25, gt=0)
+    #: `sticky` (consistent hashing with bounded loads, episodes pinned: routing.py) or `round_robin` (every
+    #: request to the next eligible replica, session keys ignored: the baseline of bench/prefix_cache.py).
+    routing: Literal["sticky", "round_robin"] = "sticky"
     version_wait_s: float = Field(default=60.0, ge=0)
     reload_method: Literal["vllm_lora", "vllm_sleep", "command"] = "vllm_lora"
     reload_command: str = ""

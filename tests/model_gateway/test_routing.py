@@ -87,3 +87,28 @@ def test_routing_simulation_default_keeps_caches_warm_and_loads_even() -> None:
     baseline = simulate(lambda names: RoundRobin(), **sizes)
     assert default.hit_rate >= 0.9 and baseline.hit_rate < 0.3
     assert default.load_ratio <= 1.25
+
+
+def test_round_robin_ignores_session_keys_and_skips_unroutable_replicas() -> None:
+    pool = ReplicaPool.of(["http://a:1", "http://b:2", "http://c:3"], unhealthy_after=1)
+    router = ConsistentRouter(pool, ttl_s=3600, max_sessions=10, policy="round_robin")
+    picked = [router.route("same-episode") for _ in range(4)]
+    assert [(r.id if r else None, d) for r, d in picked] == [
+        ("a:1", "round_robin"), ("b:2", "round_robin"), ("c:3", "round_robin"), ("a:1", "round_robin")]
+    assert not router.sessions  # nothing pinned
+    pool.drain("b:2")
+    assert sorted(router.route(None)[0].id for _ in range(2)) == ["a:1", "c:3"]  # type: ignore[union-attr]
+
+
+def test_least_loaded_counts_the_engines_own_requests() -> None:
+    from services.model_gateway.engine_load import EngineLoad
+
+    pool = ReplicaPool.of(["http://a:1", "http://b:2"], unhealthy_after=1)
+    router = ConsistentRouter(pool, ttl_s=3600, max_sessions=10)
+    a, b = pool.list_replicas()
+    assert router.least_loaded() is a  # a tie: by id
+    a.engine = EngineLoad(running=2, waiting=1)  # other clients' requests at a's engine
+    b.in_flight = 2
+    assert a.load == 3 and b.load == 2 and router.least_loaded() is b
+    b.engine = EngineLoad(running=0, waiting=0)  # a stale scrape never hides the gateway's own requests
+    assert b.load == 2

@@ -13,6 +13,7 @@ every example rollout run in the containers, then everything torn down.
    `/run_python` tries Redis, the store, the producer, the gateway, Prometheus (by name, by address, through the
    host's published ports) and must reach none; a runner's PING to Redis without the password must be refused.
    Prometheus must have scraped the queue-depth gauge and every service, and the dashboard read it.
+   Then one rollout through the CPU vLLM container (profile `vllm-cpu`, `vllm_phase.py`).
 5. `docker compose down -v`, whatever happened. Exits 0 only when every check held; prints the times
    (build, up, up -> first finished run, whole run).
 """
@@ -35,7 +36,7 @@ from common.polling import free_port, wait_until
 from common.task import load_tasks
 from cua_rollout.client import RolloutClient
 from services.cli.commands.stack import load_expectations, mismatches
-from tests.e2e.compose import docker_host
+from tests.e2e.compose import docker_host, vllm_phase
 from tests.e2e.compose.attack import SERVICE_PORTS, check_desktop_isolation
 from tests.e2e.compose.docker_host import ROOT, DockerEngine
 
@@ -58,12 +59,15 @@ class Compose:
         self.base = ["docker", "compose", "-p", PROJECT, "--project-directory", str(ROOT),
                      "-f", str(ROOT / "docker-compose.yml"), "-f", str(OVERRIDE), "--env-file", str(env_file)]
 
-    def __call__(self, *args: str, timeout_s: float, capture: bool = False) -> subprocess.CompletedProcess[str]:
-        """Run one compose command; raises docker_host.DockerHostError with its output on failure."""
+    def __call__(self, *args: str, timeout_s: float, capture: bool = False,
+                 env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        """Run one compose command (`env`: variables added to its environment, e.g. to override the env file's);
+        raises docker_host.DockerHostError with its output on failure."""
         log.info("docker compose %s", " ".join(args))
+        environ = {**COMPOSE_ENV, **(env or {})}
         if capture:
-            return docker_host.run([*self.base, *args], timeout_s, env=COMPOSE_ENV)
-        done = subprocess.run([*self.base, *args], timeout=timeout_s, check=False, text=True, env=COMPOSE_ENV)
+            return docker_host.run([*self.base, *args], timeout_s, env=environ)
+        done = subprocess.run([*self.base, *args], timeout=timeout_s, check=False, text=True, env=environ)
         if done.returncode != 0:
             raise docker_host.DockerHostError(f"docker compose {' '.join(args)} exited {done.returncode}")
         return done
@@ -206,8 +210,9 @@ def main() -> int:
                          f"CUA_PROMETHEUS_PORT={prometheus_port}\n")
         compose = Compose(env_file)
         try:
+            log.info("torch CPU wheel for the vLLM image: %s", vllm_phase.fetch_cpu_torch())
             t0 = time.monotonic()
-            compose("build", timeout_s=3600)
+            compose("--profile", vllm_phase.PROFILE, "build", timeout_s=3600)
             times["build_s"] = time.monotonic() - t0
             t0 = time.monotonic()
             compose("up", "--detach", "--wait", "--wait-timeout", "600", timeout_s=900)
@@ -220,8 +225,12 @@ def main() -> int:
             problems += check_endpoints(producer, secrets["PRODUCER_TOKEN"])
             problems += check_prometheus(f"http://127.0.0.1:{prometheus_port}", producer, secrets["PRODUCER_TOKEN"])
             problems += attack_from_desktop(compose, [producer_port, gateway_port, prometheus_port])
+            vllm_problems, vllm_times = vllm_phase.run_through_vllm(compose, producer, secrets["PRODUCER_TOKEN"],
+                                                                    args.run_timeout_s)
+            problems += vllm_problems
+            times.update(vllm_times)
         except Exception:
-            subprocess.run([*compose.base, "ps", "-a"], check=False, timeout=60)
+            subprocess.run([*compose.base, "--profile", vllm_phase.PROFILE, "ps", "-a"], check=False, timeout=60)
             subprocess.run([*compose.base, "logs", "--tail", "40"], check=False, timeout=120)
             raise
         finally:
@@ -229,7 +238,7 @@ def main() -> int:
                 subprocess.run([*compose.base, "logs", "--tail", "60", "runner", "desktop_env"], check=False,
                                timeout=120)
             if not args.keep:
-                compose("down", "--volumes", "--remove-orphans", timeout_s=300)
+                compose("--profile", vllm_phase.PROFILE, "down", "--volumes", "--remove-orphans", timeout_s=300)
     except (docker_host.DockerHostError, TimeoutError, httpx.HTTPError, subprocess.TimeoutExpired) as exc:
         problems.append(f"{type(exc).__name__}: {exc}")
     finally:
@@ -240,7 +249,8 @@ def main() -> int:
     if problems:
         print("compose-test FAILED:\n  " + "\n  ".join(problems))
         return 1
-    print("compose-test passed: every example rollout ended as its script expects, inside containers")
+    print("compose-test passed: every example rollout ended as its script expects, inside containers, and a rollout "
+          "ran through the CPU vLLM container")
     return 0
 
 
