@@ -61,6 +61,7 @@ def test_a_run_names_only_a_program_of_the_runner() -> None:
 
 def test_the_program_gets_the_episodes_variables_and_none_of_the_runners_secrets(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("CUA_LOCAL_MODE", "1")  # a non-loopback REDIS_URL with short test secrets: not refused here
     monkeypatch.setenv("REDIS_URL", "redis://:secret@redis:6379/0")
     monkeypatch.setenv("S3_SECRET_KEY", "secret")
     monkeypatch.setenv("PATH", "/usr/bin")
