@@ -194,9 +194,8 @@ class LocalEnvLauncher:
             time.sleep(0.1)
         return False
 
-    def start(self, timeout_s: float = 300.0) -> list[str]:
-        """Start the envs (in parallel) and poll each `/healthz`; returns their base URLs. (GNOME Shell takes
-        seconds of CPU to start: several envs starting together on a few busy cores take minutes.)
+    def start(self, timeout_s: float = 60.0) -> list[str]:
+        """Start the envs (in parallel) and poll each `/healthz`; returns their base URLs.
 
         An env whose process dies while starting (display or port taken meanwhile) is retried on
         a new display and port (sandbox slot), up to 3 times. Raises: RuntimeError naming the env and its log

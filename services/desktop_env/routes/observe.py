@@ -1,9 +1,8 @@
 """Observation routes: screenshot, sizes, cursor, platform, accessibility tree, terminal text,
-wallpaper, desktop path (OSWorld `desktop_env/server/main.py`); the window list (`/windows`, ours)."""
+wallpaper, desktop path (OSWorld `desktop_env/server/main.py`)."""
 
 from __future__ import annotations
 
-import dataclasses
 import time
 
 from fastapi import APIRouter, Form
@@ -13,14 +12,7 @@ from prometheus_client import Histogram
 from services.desktop_env import accessibility, screen, wallpaper, x11
 from services.desktop_env.operations import OperationError
 from services.desktop_env.pod import PodDep
-from services.desktop_env.schemas import (
-    AccessibilityReply,
-    DesktopPath,
-    ErrorReply,
-    ScreenSize,
-    TerminalReply,
-    WindowEntry,
-)
+from services.desktop_env.schemas import AccessibilityReply, DesktopPath, ErrorReply, ScreenSize, TerminalReply
 
 SCREENSHOT_SECONDS = Histogram("desktop_env_screenshot_seconds", "Duration of /screenshot (grab + PNG)")
 
@@ -54,13 +46,6 @@ def window_size(pod: PodDep, app_class_name: str | None = Form(default=None)) ->
     if size is None:
         raise OperationError(404, f"no window with class {app_class_name!r}")
     return ScreenSize(width=size[0], height=size[1])
-
-
-@router.get("/windows", response_model=list[WindowEntry])
-def windows(pod: PodDep) -> list[WindowEntry]:
-    """The managed top-level windows, oldest first (an extension of OSWorld's protocol: the runner
-    waits on it for the windows a task's setup starts, `services/runner/first_screen.py`)."""
-    return [WindowEntry(**dataclasses.asdict(window)) for window in x11.list_windows(pod.display)]
 
 
 @router.get("/cursor_position", response_model=list[int])
