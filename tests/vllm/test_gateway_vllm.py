@@ -135,8 +135,8 @@ def test_prefix_caching_is_on_and_counted_in_metrics(vllm_replicas: VLLMReplicas
 
 
 class DirectLoad:
-    """`count` long streamed completions sent straight to one replica (not through the gateway), held open until
-    `stop()`: closing a connection makes vLLM abort its request."""
+    """`count` long streamed completions sent straight to one replica (not through the gateway), each sent again
+    when it ends, until `stop()`: closing a connection makes vLLM abort its request."""
 
     def __init__(self, url: str, model: str, count: int) -> None:
         self.stop_event = threading.Event()
@@ -144,10 +144,13 @@ class DirectLoad:
         self.threads = [threading.Thread(target=self._one, args=(url, body), daemon=True) for _ in range(count)]
 
     def _one(self, url: str, body: dict[str, Any]) -> None:
-        with httpx.stream("POST", url + CHAT, json=body, timeout=300) as response:
-            for _ in response.iter_raw():
-                if self.stop_event.is_set():
-                    return
+        # sent again as soon as it ends: the tiny model decodes 4,000 tokens in seconds on a quiet machine, and a
+        # replica whose requests have all finished is no longer busy
+        while not self.stop_event.is_set():
+            with httpx.stream("POST", url + CHAT, json=body, timeout=300) as response:
+                for _ in response.iter_raw():
+                    if self.stop_event.is_set():
+                        return
 
     def __enter__(self) -> DirectLoad:
         for thread in self.threads:
