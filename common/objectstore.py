@@ -211,32 +211,14 @@ class LocalDirStore:
         (atomic; no bytes copied: `put` replaces files by rename, never writes them in place, so the two names
         never diverge). Where links are refused (another file system), the bytes are copied by `put`.
         Raises: KeyError when `source` is missing; ValueError for bad keys; OSError from the file system."""
-        src = self._path(source)
-        if not src.is_file():
-            raise KeyError(source)
-        directory, _, name = check_key(key).rpartition("/")
-        parent = str(self._inside(key, directory))
-        os.makedirs(parent, exist_ok=True)
-        tmp = os.path.join(parent, f".tmp-{os.getpid()}-{next(_TEMP_NUMBERS)}")
-        try:
-            os.link(src, tmp)
-        except FileNotFoundError as exc:  # deleted between the check and the link
-            raise KeyError(source) from exc
-        except OSError:  # EXDEV, EPERM (no hard links here): copy the bytes
-            self.put(key, src.read_bytes())
-            return
-        try:
-            os.replace(tmp, os.path.join(parent, name))
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        self.copy_checked(source, key, None)
 
-    def copy_checked(self, source: str, key: str, check: Callable[[bytes], None]) -> None:
+    def copy_checked(self, source: str, key: str, check: Callable[[bytes], None] | None) -> None:
         """`copy` when `check(source's bytes)` returns (it raises to refuse). The source is hard-linked to a temp
         name first and that file is read and checked: puts replace files by rename, never in place, so the
         bytes checked are the bytes kept, whatever is put at `source` meanwhile (where links are refused, the
-        checked bytes are `put`). Raises: KeyError when `source` is missing; what `check` raises; as `copy`."""
+        checked bytes are `put`); `check` None: `copy`, nothing read. Raises: KeyError when `source` is missing;
+        what `check` raises; ValueError for bad keys; OSError from the file system."""
         src = self._path(source)
         if not src.is_file():
             raise KeyError(source)
@@ -250,11 +232,13 @@ class LocalDirStore:
             raise KeyError(source) from exc
         except OSError:  # EXDEV, EPERM (no hard links here)
             data = src.read_bytes()
-            check(data)
+            if check is not None:
+                check(data)
             self.put(key, data)
             return
         try:
-            check(Path(tmp).read_bytes())
+            if check is not None:
+                check(Path(tmp).read_bytes())
             os.replace(tmp, os.path.join(parent, name))
         except BaseException:
             with contextlib.suppress(OSError):
