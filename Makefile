@@ -1,7 +1,7 @@
 # cua-rollout: `make demo` runs the whole pipeline locally; `make test` runs the test suite.
 PY := .venv/bin/python
 
-.PHONY: setup demo test lint typecheck up bench k8s-check chaos clean fuzz compose-test env audit
+.PHONY: setup demo test lint typecheck up bench k8s-check chaos clean fuzz compose-test env audit gallery
 
 setup:
 	@bash scripts/setup.sh
@@ -49,6 +49,10 @@ env:
 OSWORLD_INDEX ?= ../shared/osworld/test_nogdrive.json
 audit: setup
 	timeout 10800 $(PY) -m services.cli audit $(OSWORLD_INDEX) --agent noop --agent garbage --agent stall --envs 4
+
+# The desktop gallery (docs/desktop/): step-0 screenshots of one OSWorld example per domain, from a real run.
+gallery: setup
+	timeout 1800 $(PY) scripts/desktop_gallery.py --out docs/desktop
 
 # Chaos suite (docs/guarantees.md): 500 rollouts under faults; bounded in time, exits 1 on any loss.
 chaos: setup

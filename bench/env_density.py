@@ -1,6 +1,7 @@
 """Env density (issue 27, point 5): how many local desktop envs fit on this machine with LibreOffice
 Calc and Chromium open in each. `python bench/env_density.py` (as root: sandboxed envs, as `make demo`
-runs them; `--max-envs`, `--batch`, `--deadline-s` bound it).
+runs them; `--max-envs`, `--batch`, `--deadline-s` bound it; `--shell gnome|openbox` picks the desktop
+shell, issue 33).
 
 Starts envs in batches (`services.desktop_env.launcher.LocalEnvLauncher`, one per batch), and for
 each batch:
@@ -27,6 +28,7 @@ only the processes it started (the launchers' envs, by PID; an env's apps die wi
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -362,7 +364,11 @@ def main(argv: list[str] | None = None) -> Result:
     parser.add_argument("--app-timeout-s", type=float, default=240.0)
     parser.add_argument("--screenshot-limit-s", type=float, default=2.0)
     parser.add_argument("--parallel", type=int, default=1, help="envs asked for screenshots at once in a sweep")
+    parser.add_argument("--shell", choices=("gnome", "openbox"), default=None,
+                        help="the envs' desktop shell (DESKTOP_SHELL; default: the env's, GNOME Shell where installed)")
     args = parser.parse_args(argv)
+    if args.shell:
+        os.environ["DESKTOP_SHELL"] = args.shell
     print(f"machine: {psutil.cpu_count()} cores, {psutil.virtual_memory().total / MIB:,.0f} MiB, load "
           f"{psutil.getloadavg()[0]:.1f}; threads limit {thread_limit()[1]} {thread_limit()[0]}")
     tracker = Others()

@@ -16,10 +16,14 @@ loopback HTTP in one run, side by side:
 
 Prints medians and p95 (ms) and the ratios against the targets of issue 7: action median <= 10 ms,
 screenshot <= 1.3x the raw grab + encode, dirty reset median <= 2 s. Run: `python bench/env_pod.py`.
+Each desktop shell in turn (issue 33: `DESKTOP_SHELL` `openbox`, the bare window manager, then `gnome`, GNOME
+Shell with Ubuntu's dock where installed), with the GNOME / openbox ratios of the headline figures at the end;
+`python bench/env_pod.py gnome` measures one.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import statistics
 import sys
@@ -163,5 +167,23 @@ def main(actions: int = 200, screenshots: int = 60, resets: int = 8) -> dict[str
     return figures
 
 
+def compare_shells(shells: list[str]) -> dict[str, dict[str, float]]:
+    """`main()` with each desktop shell (`DESKTOP_SHELL`); prints the figures side by side with their
+    ratios to the first shell's."""
+    figures: dict[str, dict[str, float]] = {}
+    for shell in shells:
+        print(f"== desktop shell: {shell}")
+        os.environ["DESKTOP_SHELL"] = shell
+        figures[shell] = main()
+    base = shells[0]
+    print(f"-- side by side (ratio to {base})")
+    for key in figures[base]:
+        row = "   ".join(f"{shell} {figures[shell][key]:9.2f}" + (
+            f" ({figures[shell][key] / figures[base][key]:.2f}x)" if shell != base and figures[base][key] else "")
+            for shell in shells)
+        print(f"   {key:<24} {row}")
+    return figures
+
+
 if __name__ == "__main__":
-    main()
+    compare_shells(sys.argv[1:] or ["openbox", "gnome"])

@@ -131,6 +131,18 @@ class DesktopEnvClient:
         x, y = self._json(self._request("GET", "/cursor_position"), "/cursor_position")
         return int(x), int(y)
 
+    def windows(self) -> list[dict[str, Any]] | None:
+        """The env's managed top-level windows, oldest first (`GET /windows`, our env's extension of
+        OSWorld's protocol: keys of `services.desktop_env.schemas.WindowEntry`, geometry in pixels);
+        None when the env has no such endpoint (OSWorld's VM server answers 404)."""
+        response = self._request("GET", "/windows", ok_statuses=(404,))
+        if response.status_code == 404:
+            return None
+        data = self._json(response, "/windows")
+        if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
+            raise EnvError("/windows", f"expected a list of windows, got {str(data)[:200]!r}")
+        return data
+
     def platform(self) -> str:
         """Operating system name, "Linux" for our envs (`GET /platform`)."""
         return self._request("GET", "/platform").text

@@ -61,6 +61,8 @@ class StepTimings(BaseModel):
     settle_ms: float = 0.0
     settle_capped: bool = False
     step_ms: float = 0.0
+    first_screen_ms: float = 0.0
+    first_screen_cause: str | None = None
 
 
 class Usage(BaseModel):
@@ -105,6 +107,8 @@ class StepEvent(RolloutRef):
     `parse_error`, set when no sample of the step parsed: `response` is then the last one, and the
     step's actions are the agent's answer to it (`Agent.unparseable`): none (the episode goes on) or
     `DONE` (UI-TARS: the episode ends, status `parse_error`), never a `FAIL` (docs/scoring.md).
+    `windows`, on step 0: the windows the task's setup opened, as on its screenshot (the env's
+    `/windows` entries, geometry in pixels; None when the env cannot list them or nothing waited).
     """
 
     schema_name: Literal["cua.step.v1"] = Field(default="cua.step.v1", alias="schema")
@@ -124,6 +128,7 @@ class StepEvent(RolloutRef):
     prompt_token_ids: list[int] | None = None
     discarded: list[DiscardedReply] = Field(default_factory=list)
     parse_error: str | None = None
+    windows: list[dict[str, Any]] | None = None
     #: A call of a gateway session (services/model_gateway/sessions.py): its session id, the request's chat
     #: messages with every inline image replaced by a reference to a blob (`image_ref` parts, `blob_name`),
     #: and its other request fields (model, sampling); `step` is then the call's 0-based index in the session.

@@ -7,7 +7,7 @@ named as GNOME Videos that runs VLC: VLC is not the default video player, as on 
 `.config/vlc/vlcrc` with VLC's HTTP interface on,
 a LibreOffice profile without first-run dialogs, Chrome's profile (`.config/google-chrome`, present at reset
 as on the VM), VS Code's empty `.config/Code/User`, and
-`.config/openbox/rc.xml` binding ctrl+alt+t to the terminal.
+`.config/openbox/rc.xml` binding ctrl+alt+t to the terminal, GTK 3's settings for the Yaru look.
 """
 
 from __future__ import annotations
@@ -104,6 +104,19 @@ def write_chrome_profile(home: Path) -> None:
 def mimeapps_list() -> str:
     """Text of the home's `.config/mimeapps.list`: the env's apps per type, videos to Ubuntu's player."""
     return _MIMEAPPS.format(videos="".join(f"video/{kind}={UBUNTU_VIDEO_PLAYER}\n" for kind in VIDEO_TYPES))
+
+_NO_INDEXER = ("org.freedesktop.Tracker3.Miner.Files", "org.freedesktop.Tracker3.Miner.Extract",
+               "org.gnome.Nautilus.Tracker3.Miner.Files", "org.gnome.Nautilus.Tracker3.Miner.Extract")
+
+# Ubuntu's look for GTK 3 apps (Yaru theme, icons and cursor), which read it here when no settings daemon
+# runs (on Ubuntu gnome-settings-daemon hands them the same GSettings values); no animations.
+_GTK_SETTINGS = """\
+[Settings]
+gtk-theme-name=Yaru
+gtk-icon-theme-name=Yaru
+gtk-cursor-theme-name=Yaru
+gtk-enable-animations=false
+"""
 
 # VLC's HTTP interface on (port 8080, password "password"), as on OSWorld's VMs: its VLC getters read
 # `http://<env host>:8080/requests/status.xml`.
@@ -276,6 +289,18 @@ def build(home: Path, terminal_command: str, password: str = "") -> None:
     (config / "openbox").mkdir(parents=True, exist_ok=True)
     (config / "openbox" / "rc.xml").write_text(openbox_config(terminal_command))
     (config / "mimeapps.list").write_text(mimeapps_list())
+    (config / "gtk-3.0").mkdir(exist_ok=True)
+    (config / "gtk-3.0" / "settings.ini").write_text(_GTK_SETTINGS)
+    # GNOME Shell's "Screen Lock disabled" notice (no display manager here) is shown once per user: as
+    # shown already, as on the VM, where GDM runs and there is no notice
+    (home / ".local" / "share" / "gnome-shell").mkdir(parents=True, exist_ok=True)
+    (home / ".local" / "share" / "gnome-shell" / "lock-warning-shown").write_text("")
+    # No file indexer: Nautilus would have the session bus start Tracker's miner, which crawls the home (CPU in
+    # every env) and whose start a reset could cut; a user service of the same name shadows the system's
+    services = home / ".local" / "share" / "dbus-1" / "services"
+    services.mkdir(parents=True, exist_ok=True)
+    for name in _NO_INDEXER:
+        (services / f"{name}.service").write_text(f"[D-BUS Service]\nName={name}\nExec=/bin/false\n")
     applications = home / ".local" / "share" / "applications"
     applications.mkdir(parents=True, exist_ok=True)
     (applications / UBUNTU_VIDEO_PLAYER).write_text(

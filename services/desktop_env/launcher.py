@@ -65,12 +65,15 @@ class LocalEnvLauncher:
     possible, else RuntimeError naming why, unless `CUA_ALLOW_UNSANDBOXED=1` allows the unsandboxed fallback
     (with a warning). `sandbox_subnet`: private IPv4 subnet the envs'
     addresses come from (one /30 per env); `sandbox_size`: tmpfs size of each env's writable layers.
-    `host`: listen address of unsandboxed envs. Use as a context manager, or `start()` / `stop()`.
+    `host`: listen address of unsandboxed envs. `shell`: the envs' desktop shell (`DESKTOP_SHELL`: "gnome" or
+    "openbox"); None (default) leaves it to the caller's environment, else `shell.default_shell()`.
+    Use as a context manager, or `start()` / `stop()`.
     """
 
     def __init__(self, count: int, root_dir: Path, base_display: int | None = None, host: str = "127.0.0.1",
                  width: int = 1920, height: int = 1080, sandbox: bool | None = None,
-                 sandbox_subnet: str = netns.DEFAULT_SUBNET, sandbox_size: str = "4g") -> None:
+                 sandbox_subnet: str = netns.DEFAULT_SUBNET, sandbox_size: str = "4g",
+                 shell: str | None = None) -> None:
         if count < 1:
             raise ValueError(f"count must be >= 1, got {count}")
         slots = netns.slot_count(sandbox_subnet)  # validates the subnet
@@ -82,6 +85,7 @@ class LocalEnvLauncher:
         self.root_dir = Path(root_dir).absolute()
         self.host = host
         self.width, self.height = width, height
+        self.shell = shell
         low, high = _DISPLAY_RANGE
         self._next_display = base_display if base_display is not None else low + (os.getpid() * 7) % (high - low)
         self._spawned: list[_Env] = []  # every process started, so stop() never leaks one
@@ -158,6 +162,7 @@ class LocalEnvLauncher:
             "DESKTOP_WIDTH": str(self.width),
             "DESKTOP_HEIGHT": str(self.height),
             "DESKTOP_START_XVFB": "true",
+            **({"DESKTOP_SHELL": self.shell} if self.shell else {}),
         }
         net: EnvNetwork | None = None
         if self.sandboxed:
@@ -194,8 +199,9 @@ class LocalEnvLauncher:
             time.sleep(0.1)
         return False
 
-    def start(self, timeout_s: float = 60.0) -> list[str]:
-        """Start the envs (in parallel) and poll each `/healthz`; returns their base URLs.
+    def start(self, timeout_s: float = 300.0) -> list[str]:
+        """Start the envs (in parallel) and poll each `/healthz`; returns their base URLs. (GNOME Shell takes
+        seconds of CPU to start: several envs starting together on a few busy cores take minutes.)
 
         An env whose process dies while starting (display or port taken meanwhile) is retried on
         a new display and port (sandbox slot), up to 3 times. Raises: RuntimeError naming the env and its log

@@ -9,16 +9,16 @@ import sys
 import mss
 from PIL import Image
 
-MIN_COLOURS = 16
+from common.pixels import MIN_COLOURS, is_drawn
+
+__all__ = ["MIN_COLOURS", "drawn", "main"]
 
 
 def drawn(x: int, y: int, width: int, height: int) -> bool:
     """True when the rectangle (screen pixels) shows more than `MIN_COLOURS` colours."""
     with mss.mss() as grabber:
         shot = grabber.grab({"left": x, "top": y, "width": width, "height": height})
-    image = Image.frombytes("RGB", shot.size, shot.rgb)
-    colours = image.getcolors(maxcolors=MIN_COLOURS)
-    return colours is None  # None: more colours than `maxcolors`
+    return is_drawn(Image.frombytes("RGB", shot.size, shot.rgb))
 
 
 def main() -> None:

@@ -152,6 +152,25 @@ class ScreenSize(BaseModel):
     height: int
 
 
+class WindowEntry(BaseModel):
+    """One managed top-level window of `GET /windows` (not in OSWorld's protocol): X window id, title,
+    WM class (`instance.Class`), owner pid (None when the app does not set `_NET_WM_PID`), the client
+    area's position and size in screen pixels, whether it has the focus, its EWMH type (`normal`,
+    `dialog`, `splash`, ...) and whether the window manager shows it maximised (or full screen)."""
+
+    wid: int
+    title: str
+    wm_class: str
+    pid: int | None
+    x: int
+    y: int
+    width: int
+    height: int
+    active: bool
+    kind: str
+    maximized: bool
+
+
 class DesktopPath(BaseModel):
     """`/desktop_path`: the Desktop folder, as OSWorld names it (`/home/user/Desktop`)."""
 

@@ -1,8 +1,9 @@
-"""One desktop session: Xvfb + a D-Bus session bus + openbox on one display, the env's home, and the
-environment every child gets. `start()`, `reset()` (back to a clean desktop in about a second),
-`stop()` (nothing left behind).
+"""One desktop session: Xvfb + a D-Bus session bus + the desktop shell (GNOME Shell with its private
+system bus, or openbox: `shell`) on one display, the env's home, and the environment every child gets.
+`start()`, `reset()` (back to a clean desktop in about a second), `stop()` (nothing left behind).
+Apps OSWorld's VM shows maximised open maximised (`placement`).
 
-Processes: Xvfb, dbus-daemon and openbox are the session's core and survive resets; everything
+Processes: Xvfb, dbus-daemon and the shell are the session's core and survive resets; everything
 else started in the env carries the env's marker variable (see `processes`) and is stopped by
 `reset()`; windows of processes we could not signal are disconnected from the X server.
 """
@@ -19,11 +20,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import psutil
+
 from common.polling import DeadlineExceeded, wait_until
 from common.processes import stop_child
-from services.desktop_env import envvars, home, shims, ubuntu_defaults, x11
+from services.desktop_env import envvars, home, shell, shims, ubuntu_defaults, x11
 from services.desktop_env.commands import CommandRunner
 from services.desktop_env.homemap import HomeMapper
+from services.desktop_env.hotkeys import TerminalHotkey
+from services.desktop_env.placement import Placer
 from services.desktop_env.processes import (
     MARKER_VAR,
     ChildRegistry,
@@ -39,6 +44,7 @@ from services.desktop_env.terminal import TerminalLogs
 log = logging.getLogger(__name__)
 
 _START_TIMEOUT_S = 15.0
+_SHELL_START_TIMEOUT_S = 240.0  # GNOME Shell: ~4 s on a quiet machine, minutes on busy cores
 _REAP_INTERVAL_S = 1.0
 _STOP_ROUNDS = 3  # rounds of stopping the env's processes at reset: those started meanwhile go in the next
 _MODIFIER_KEYS = ("Shift_L", "Shift_R", "Control_L", "Control_R", "Alt_L", "Alt_R", "Super_L", "Super_R")
@@ -58,6 +64,31 @@ _ACCESSIBILITY_VARS = {
 }
 # What `/reset` keeps in a private /tmp: the X server's socket directory and lock file.
 _X_SERVER_FILES = (".X11-unix", ".X*-lock", ".ICE-unix")
+
+
+def _is_fork_of(pid: int, core_pids: list[int]) -> bool:
+    """True when `pid` is a fork of a core process that has not run another program: the session bus's
+    babysitter of a service it is starting (killing it ends the bus, and GNOME Shell with it)."""
+    try:
+        process = psutil.Process(pid)
+        parent = process.ppid()
+        return parent in core_pids and process.name() == psutil.Process(parent).name()
+    except psutil.Error:
+        return False
+
+
+#: The AT-SPI bus (its launcher, its dbus-daemon, the registry): GNOME Shell registers on it once, at its
+#: start, so a reset keeps it (apps' registrations end with the apps).
+_ACCESSIBILITY_BUS = ("at-spi-bus-launcher", "at-spi2-registryd")
+
+
+def _is_accessibility_bus(pid: int) -> bool:
+    """True for a process of the AT-SPI bus (`_ACCESSIBILITY_BUS` or the launcher's bus daemon)."""
+    try:
+        process = psutil.Process(pid)
+        return process.name() in _ACCESSIBILITY_BUS or psutil.Process(process.ppid()).name() in _ACCESSIBILITY_BUS
+    except psutil.Error:
+        return False
 
 
 class SessionError(RuntimeError):
@@ -95,6 +126,9 @@ class DesktopSession:
         self.recorder = ScreenRecorder(self.display, settings.width, settings.height,
                                        self.runtime_dir / "recording.mp4", self.registry)
         self._core: dict[str, subprocess.Popen[bytes]] = {}
+        self.placer = Placer(self.display)
+        self.hotkey = TerminalHotkey(self.display, lambda: self.commands.launch(
+            [str(self.bin_dir / "desktop-terminal")], shell=False))
         self._reset_lock = threading.Lock()
         self._stopping = threading.Event()
 
@@ -133,8 +167,8 @@ class DesktopSession:
 
     # -- lifecycle -----------------------------------------------------------------------
     def start(self) -> None:
-        """Lay out the home and start Xvfb, D-Bus and openbox; returns once the window manager
-        answers (polled, at most ~15 s each). Raises: SessionError naming what failed."""
+        """Lay out the home and start Xvfb, D-Bus and the shell; returns once the window manager
+        answers (polled, at most ~15 s each, 240 s for GNOME Shell). Raises: SessionError naming what failed."""
         try:
             self._start()
         except BaseException:
@@ -158,11 +192,32 @@ class DesktopSession:
                                       f"--address=unix:path={bus}"])
             self._wait("dbus-daemon", self._core["dbus"], bus.exists)
         if self.settings.start_xvfb or not x11.wm_running(self.display):
-            self._spawn_core("openbox", ["openbox", "--config-file", str(self.home / ".config/openbox/rc.xml")])
-            self._wait("openbox", self._core["openbox"], lambda: x11.wm_running(self.display))
+            self._start_shell()
+        self.placer.start()
         if os.getpid() == 1:  # a sandbox's PID 1 inherits every orphan of the env: reap them as they exit
             threading.Thread(target=self._reap_loop, name="orphan-reaper", daemon=True).start()
         log.info("desktop %s up on %s, home %s", self.settings.env_id, self.display, self.home)
+
+    @property
+    def gnome(self) -> bool:
+        """True when the desktop shell is GNOME Shell."""
+        return self.settings.shell == shell.GNOME and "DBUS_SESSION_BUS_ADDRESS" in self.env
+
+    def _start_shell(self) -> None:
+        if not self.gnome:
+            self._spawn_core("openbox", ["openbox", "--config-file", str(self.home / ".config/openbox/rc.xml")])
+            self._wait("openbox", self._core["openbox"], lambda: x11.wm_running(self.display))
+            return
+        argv, socket = shell.system_bus_argv(self.runtime_dir)
+        self._spawn_core("system-bus", argv)
+        self._wait("system bus", self._core["system-bus"], socket.exists)
+        self._spawn_core("gnome-shell", shell.GNOME_SHELL_ARGV, shell.gnome_shell_env(self.env, socket))
+        self._wait("GNOME Shell", self._core["gnome-shell"],
+                   lambda: x11.wm_running(self.display)
+                   and shell.gnome_shell_ready(self.env, self.display, self.settings.width),
+                   _SHELL_START_TIMEOUT_S)
+        if not self.hotkey.start():
+            log.warning("ctrl+alt+t could not be grabbed on %s", self.display)
 
     def _reap_loop(self) -> None:
         own_session = os.getsid(0)
@@ -176,18 +231,19 @@ class DesktopSession:
         self._spawn_core("xvfb", ["Xvfb", self.display, "-screen", "0", size, "-nolisten", "tcp"])
         self._wait("Xvfb", self._core["xvfb"], lambda: x11.display_ready(self.display))
 
-    def _spawn_core(self, name: str, argv: list[str]) -> None:
+    def _spawn_core(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
         with open(self.runtime_dir / f"{name}.log", "wb") as log_file, self.registry.spawning():
-            process = subprocess.Popen(argv, env=self.env, cwd=self.home, stdin=subprocess.DEVNULL,
+            process = subprocess.Popen(argv, env=env or self.env, cwd=self.home, stdin=subprocess.DEVNULL,
                                        stdout=log_file, stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
             self.registry.add(process)
         self._core[name] = process
 
-    def _wait(self, what: str, process: subprocess.Popen[bytes] | None, ready: Callable[[], bool]) -> None:
-        """Poll `ready` until true; fail fast with the log tail when `process` exits meanwhile."""
+    def _wait(self, what: str, process: subprocess.Popen[bytes] | None, ready: Callable[[], bool],
+              timeout_s: float = _START_TIMEOUT_S) -> None:
+        """Poll `ready` until true (at most `timeout_s`); fail fast with the log tail when `process` exits meanwhile."""
         try:
             wait_until(lambda: (process is not None and process.poll() is not None) or ready(),
-                       _START_TIMEOUT_S, f"{what} on {self.display}", interval_s=0.05)
+                       timeout_s, f"{what} on {self.display}", interval_s=0.05)
         except DeadlineExceeded as exc:
             raise SessionError(str(exc)) from exc
         if process is not None and process.poll() is not None:
@@ -203,11 +259,13 @@ class DesktopSession:
         return all(p.poll() is None for p in self._core.values())
 
     def stop(self) -> None:
-        """Stop the env's processes, then openbox, D-Bus and Xvfb; remove our runtime directory."""
+        """Stop the env's processes, then the shell, D-Bus and Xvfb; remove our runtime directory."""
         self._stopping.set()
         self.recorder.abort()
+        self.placer.stop()
+        self.hotkey.stop()
         self._stop_env_processes()
-        for name in ("openbox", "dbus", "xvfb"):
+        for name in ("gnome-shell", "openbox", "system-bus", "dbus", "xvfb"):
             process = self._core.pop(name, None)
             if process is None:
                 continue
@@ -224,7 +282,8 @@ class DesktopSession:
         chromium_profile = f"--user-data-dir={self.settings.home}/"
         left: list[int] = []
         for _ in range(_STOP_ROUNDS):  # a dying parent may start children (VS Code restarts its watchers)
-            pids = marked_pids(self.marker, exclude=core_pids, cmdline_marks=[chromium_profile])
+            pids = [pid for pid in marked_pids(self.marker, exclude=core_pids, cmdline_marks=[chromium_profile])
+                    if not _is_fork_of(pid, core_pids) and not (self.gnome and _is_accessibility_bus(pid))]
             if not pids:
                 break
             left = stop_pids(pids)
@@ -273,14 +332,17 @@ class DesktopSession:
             pass
 
     def reset(self) -> float:
-        """Back to a clean desktop: stop every process and window of the env (not Xvfb, D-Bus or
-        openbox), rebuild the home, release held keys, pointer to the screen centre.
+        """Back to a clean desktop: stop every process and window of the env (not Xvfb, D-Bus or the
+        shell), GNOME Shell's overview closed and its settings back (`shell.reset_shell`), rebuild the
+        home, release held keys, pointer to the screen centre.
 
         Returns the duration in ms (normally well under a second).
         """
         with self._reset_lock:
             started = time.perf_counter()
             self.recorder.abort()
+            if self.gnome:
+                shell.reset_shell(self.env, self.home / ".config" / "dconf" / "user")
             self._stop_env_processes()
             self._close_leftover_windows()
             self._build_home()
@@ -289,4 +351,6 @@ class DesktopSession:
             self.terminals.clear()
             self._xdotool("keyup", "--delay", "0", *_MODIFIER_KEYS)  # default: 12 ms after each key
             self._xdotool("mousemove", str(self.settings.width // 2), str(self.settings.height // 2))
+            if self.gnome:  # the closed apps leave the dock and the top bar a moment later
+                shell.wait_panels_still(self.display, self.settings.width, self.settings.height)
             return (time.perf_counter() - started) * 1000.0

@@ -6,10 +6,11 @@ import os
 import socket
 from pathlib import Path
 
-from pydantic import model_validator
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from common.settings import comma_list, unprefixed
+from services.desktop_env.shell import ShellName, default_shell
 
 OSWORLD_HOME = "/home/user"  # the home directory every OSWorld task assumes
 POD_IP_HOST = "pod-ip"
@@ -56,6 +57,9 @@ class DesktopEnvSettings(BaseSettings):
       there); default `<runtime dir>/xdg`. The sandbox sets `/run/user/1000`, as on OSWorld's VMs.
     - `DESKTOP_WIPE_TMP`: true: `/reset` also empties `/tmp` (only for a private /tmp: the sandbox
       sets it); default false.
+    - `DESKTOP_SHELL`: `gnome` (GNOME Shell with Ubuntu's dock, as on OSWorld's VM) or `openbox` (a bare
+      window manager); default `gnome` when GNOME Shell and the dock extension are installed
+      (`shell.default_shell`). Ignored with `DESKTOP_START_XVFB=false` on a display with a window manager.
     - `DESKTOP_EXECUTE_TIMEOUT_S`: default `/execute` timeout in seconds (OSWorld: 120).
     - `LOG_LEVEL` (unprefixed).
     """
@@ -75,6 +79,7 @@ class DesktopEnvSettings(BaseSettings):
     xdg_runtime_dir: Path | None = None
     wipe_tmp: bool = False
     execute_timeout_s: float = 120.0
+    shell: ShellName = Field(default_factory=default_shell)
     file_roots: str = ""
     log_level: str = unprefixed("LOG_LEVEL", "INFO")
 

@@ -30,7 +30,10 @@ _local = threading.local()
 class WindowInfo:
     """A managed top-level window (from the window manager's `_NET_CLIENT_LIST`).
 
-    `wm_class` is `"instance.Class"` as `wmctrl -x` shows it; geometry is in screen pixels.
+    `wm_class` is `"instance.Class"` as `wmctrl -x` shows it; geometry is in screen pixels; `kind` is
+    the EWMH window type without its prefix, lower case (`normal`, `dialog`, `splash`, ...; `normal`
+    when unset, as EWMH says for a window without `WM_TRANSIENT_FOR`); `maximized` when the window
+    manager set both `_NET_WM_STATE_MAXIMIZED_VERT` and `_HORZ` (or `_FULLSCREEN`).
     """
 
     wid: int
@@ -42,6 +45,8 @@ class WindowInfo:
     width: int
     height: int
     active: bool
+    kind: str = "normal"
+    maximized: bool = False
 
 
 def repair_error_classes(conn: Display) -> Display:
@@ -159,6 +164,8 @@ def _window_info(conn: Display, wid: int, active_wid: int | None) -> WindowInfo 
         pid_prop = window.get_full_property(conn.intern_atom("_NET_WM_PID"), X.AnyPropertyType)
         geometry = window.get_geometry()
         origin = window.translate_coords(conn.screen().root, 0, 0)
+        kind = _window_type(conn, window)
+        states = _atom_names(conn, window, "_NET_WM_STATE")
     except XError:  # the window went away while we looked at it
         return None
     return WindowInfo(
@@ -171,7 +178,27 @@ def _window_info(conn: Display, wid: int, active_wid: int | None) -> WindowInfo 
         width=int(geometry.width),
         height=int(geometry.height),
         active=wid == active_wid,
+        kind=kind,
+        maximized=_MAXIMIZED <= states or "_NET_WM_STATE_FULLSCREEN" in states,
     )
+
+
+_MAXIMIZED = frozenset({"_NET_WM_STATE_MAXIMIZED_VERT", "_NET_WM_STATE_MAXIMIZED_HORZ"})
+_TYPE_PREFIX = "_NET_WM_WINDOW_TYPE_"
+
+
+def _atom_names(conn: Display, window: Any, name: str) -> set[str]:
+    """Names of the atoms in the ATOM list property `name` of `window` (empty when unset)."""
+    prop = window.get_full_property(conn.intern_atom(name), X.AnyPropertyType)
+    return {conn.get_atom_name(int(atom)) for atom in (prop.value if prop is not None else [])}
+
+
+def _window_type(conn: Display, window: Any) -> str:
+    """The first EWMH type of `window`, lower case without its prefix; `normal` when unset."""
+    prop = window.get_full_property(conn.intern_atom("_NET_WM_WINDOW_TYPE"), X.AnyPropertyType)
+    if prop is None or not len(prop.value):
+        return "normal"
+    return conn.get_atom_name(int(prop.value[0])).removeprefix(_TYPE_PREFIX).lower()
 
 
 def list_windows(display: str) -> list[WindowInfo]:

@@ -31,6 +31,7 @@ from services.runner.agent.external import ExternalAgent
 from services.runner.agent.registry import make_agent
 from services.runner.envs import EnvRequest, EnvUnavailable, make_provider
 from services.runner.external import ExternalEpisode, run_external
+from services.runner.first_screen import FirstScreen, FirstScreenWaiter, needs_wait, window_ids
 from services.runner.metrics import LEASE_WAIT_SECONDS, observe_attempt
 from services.runner.model_client import ModelClient, shared_model_client
 from services.runner.osworld import EvalContext, EvalError, SetupContext, SetupError, evaluate, run_setup
@@ -38,7 +39,7 @@ from services.runner.osworld.evidence import Evidence
 from services.runner.outcome import EpisodeEnd, EpisodeStop, RolloutOutcome, StepTotals
 from services.runner.publisher import BackpressureTimeout, BlobPutError, EventPublisher, retry_redis
 from services.runner.settings import RunnerSettings
-from services.runner.steps import Episode, StepLoop
+from services.runner.steps import Episode, StepLoop, pointer_of
 from services.runner.timings import AttemptTimings
 
 log = logging.getLogger(__name__)
@@ -238,7 +239,7 @@ class RolloutRunner:
         setup_log: list[dict[str, Any]] = []  # setup/postconfig commands that exited non-zero
         model = self.model_client()
         try:
-            screen = self._setup(job, env, lease, totals, setup_log)
+            screen, first = self._setup(job, env, lease, totals, setup_log)
             timings.setup_ms = (time.perf_counter() - t0) * 1000.0
             if job.agent == ExternalAgent.name:  # a program of its own, beside the env (external.py)
                 outcome = run_external(ExternalEpisode(job, ref, env.base_url, screen, self.settings,
@@ -246,7 +247,7 @@ class RolloutRunner:
             else:
                 agent = make_agent(job.agent, job.agent_options, job.task.instruction, screen,
                                    self.settings.client_password)
-                outcome = self.steps.run(Episode(job, ref, env, model, agent, keeper, totals))
+                outcome = self.steps.run(Episode(job, ref, env, model, agent, keeper, totals, first))
             if outcome.status.has_reward:
                 t_eval = time.perf_counter()
                 outcome = self._evaluate(job, env, screen, outcome, setup_log)
@@ -277,10 +278,11 @@ class RolloutRunner:
         })
 
     def _setup(self, job: RolloutJob, env: DesktopEnvClient, lease: Lease, totals: StepTotals,
-               setup_log: list[dict[str, Any]]) -> tuple[int, int]:
+               setup_log: list[dict[str, Any]]) -> tuple[tuple[int, int], FirstScreen]:
         """Prepare the env through its provider (a reset when its flavor has `/reset`; its time in ms
-        goes to `totals.timings.reset_ms`) and run the task's `config` (non-zero exits noted in `setup_log`);
-        returns the screen size (pixels).
+        goes to `totals.timings.reset_ms`), run the task's `config` (non-zero exits noted in `setup_log`)
+        and wait until the windows it started show (`first_screen`); returns the screen size (pixels)
+        and the first screen.
         Raises: EpisodeStop(env_init_failed) for env transport failures (infrastructure: retried),
         EpisodeStop(setup_error) for a failing setup step (the task's config: not retried)."""
         try:
@@ -290,12 +292,16 @@ class RolloutRunner:
             finally:
                 totals.timings.reset_ms = (time.perf_counter() - t_reset) * 1000.0
             screen = env.screen_size()
+            waits = needs_wait(job.task.config) and self.settings.first_screen_max_s > 0
+            before, baseline = (window_ids(env), env.screenshot()) if waits else (None, None)
             run_setup(job.task.config, env, self._setup_context(screen, setup_log))
+            waiter = FirstScreenWaiter(env, lambda: pointer_of(env), self.settings.first_screen_config)
+            first = waiter.wait(job.task.config, before, baseline)
         except EnvError as exc:
             raise EpisodeStop(RolloutStatus.ENV_INIT_FAILED, f"env failed during setup: {exc}") from exc
         except SetupError as exc:
             raise EpisodeStop(RolloutStatus.SETUP_ERROR, f"setup failed: {exc}") from exc
-        return screen
+        return screen, first
 
     def _evaluate(self, job: RolloutJob, env: DesktopEnvClient, screen: tuple[int, int],
                   outcome: RolloutOutcome, setup_log: list[dict[str, Any]]) -> RolloutOutcome:

@@ -14,6 +14,7 @@ from common.envprotocol import parse_flavor
 from common.eventshards import EventShardSettings
 from common.secrets import check_service_secrets, redis_secrets
 from common.settings import ServiceSettings, comma_list
+from services.runner.first_screen import FirstScreenConfig
 from services.runner.settle import SettleConfig
 
 #: Rollouts an inline worker runs at once when `RUNNER_CONCURRENCY` is unset (bench/README.md,
@@ -36,6 +37,9 @@ class RunnerSettings(ServiceSettings, EventShardSettings):
     unchanged for `settle_quiet_s` after a change, or no change at all for `settle_no_change_s`, at
     most `settle_max_s` (OSWorld's fixed 2 s; 0 turns the wait off), grabbing a frame every
     `settle_interval_s`.
+    Before the first observation the runner waits for the windows the task's setup started
+    (`services/runner/first_screen.py`): at most `first_screen_max_s` (OSWorld's 60 s; 0 turns it
+    off), ended by `first_screen_quiet_s` unchanged once they are drawn.
     Reliability (see docs/guarantees.md): runners publish while the unpersisted event stream holds
     fewer than `stream_backlog_bytes` bytes (`MEMORY USAGE`; per stream with `EVENT_SHARDS` above 1,
     `common.eventshards`), waiting up to `backpressure_wait_s`;
@@ -108,6 +112,8 @@ class RunnerSettings(ServiceSettings, EventShardSettings):
     settle_quiet_s: float = Field(default=0.5, ge=0.0)
     settle_no_change_s: float = Field(default=2.0, ge=0.0)  # nothing shown yet: OSWorld's fixed 2 s
     settle_interval_s: float = Field(default=0.05, ge=0.0)
+    first_screen_max_s: float = Field(default=60.0, ge=0.0)  # OSWorld's sleep after reset
+    first_screen_quiet_s: float = Field(default=1.0, ge=0.0)
     stream_backlog_bytes: int = Field(default=256 * 1024 * 1024, ge=1)
     backpressure_wait_s: float = 300.0
     env_flavor: str = "desktop_env"
@@ -215,6 +221,11 @@ class RunnerSettings(ServiceSettings, EventShardSettings):
         """The screen-settle parameters of these settings."""
         return SettleConfig(quiet_s=self.settle_quiet_s, no_change_s=self.settle_no_change_s,
                             max_s=self.settle_max_s, interval_s=self.settle_interval_s)
+
+    @property
+    def first_screen_config(self) -> FirstScreenConfig:
+        """The parameters of the wait before the first observation."""
+        return FirstScreenConfig(max_s=self.first_screen_max_s, quiet_s=self.first_screen_quiet_s)
 
     @property
     def env_url_list(self) -> list[str]:

@@ -84,6 +84,34 @@ def is_significant(box: Box | None, caret_px: int) -> bool:
     return right - left > caret_px and bottom - top > caret_px
 
 
+class ChangeTracker:
+    """Tells the changes of a stream of frames: a frame differs from the last state by more than a
+    caret (`caret_px`) outside the pointer boxes, and is not a flip back to the state just before it
+    (a blinking block cursor). Keeps the last two distinct states, newest last."""
+
+    def __init__(self, first: Image.Image, caret_px: int) -> None:
+        self.states = [first]
+        self.caret_px = caret_px
+
+    def _differs(self, a: Image.Image, b: Image.Image, pointers: tuple[Point | None, ...]) -> bool:
+        return is_significant(changed_box(a, b, pointers), self.caret_px)
+
+    @property
+    def current(self) -> Image.Image:
+        """The newest state."""
+        return self.states[-1]
+
+    def is_change(self, frame: Image.Image, pointers: tuple[Point | None, ...] = ()) -> bool:
+        """True when `frame` is a change (see the class doc); the states follow it either way."""
+        if not self._differs(self.states[-1], frame, pointers):
+            return False
+        if len(self.states) > 1 and not self._differs(self.states[-2], frame, pointers):
+            self.states.reverse()  # back to the state before: a blink, not a change
+            return False
+        self.states = [self.states[-1], frame]
+        return True
+
+
 class ScreenSettler:
     """Waits for the screen to settle; `grab()` returns a PNG screenshot, `pointer()` the pointer's
     position in pixels (or None when the env cannot tell). `clock` / `sleep` are seconds-based."""
@@ -97,15 +125,13 @@ class ScreenSettler:
         self.sleep = sleep
         self.last_pointer: Point | None = None
 
-    def first_frame(self) -> bytes:
-        """The screenshot of the first step (also records where the pointer is, for the next `settle`;
-        with settling off (`max_s` 0) there is none: no pointer request)."""
+    def first_frame(self, given: bytes | None = None) -> bytes:
+        """The screenshot of the first step: `given` (the one the wait after setup ended on,
+        `first_screen`), else a fresh grab. Also records where the pointer is, for the next `settle`;
+        with settling off (`max_s` 0) there is none: no pointer request."""
         if self.config.max_s > 0:
             self.last_pointer = self.pointer()
-        return self.grab()
-
-    def _differs(self, a: Image.Image, b: Image.Image, pointers: tuple[Point | None, ...]) -> bool:
-        return is_significant(changed_box(a, b, pointers), self.config.caret_px)
+        return given if given is not None else self.grab()
 
     def settle(self, before_png: bytes) -> Settled:
         """Wait after a step's actions; `before_png` is the screenshot the step acted on."""
@@ -114,7 +140,7 @@ class ScreenSettler:
         pointer_now = self.pointer()
         pointers = (self.last_pointer, pointer_now)
         self.last_pointer = pointer_now
-        states = [decode(before_png)]  # the last distinct states seen, newest last (two: a blink)
+        tracker = ChangeTracker(decode(before_png), config.caret_px)
         last_png = before_png
         changed = False
         last_change = start
@@ -124,13 +150,8 @@ class ScreenSettler:
             png = self.grab()
             frames += 1
             if png != last_png:
-                frame = decode(png)
-                if self._differs(states[-1], frame, pointers):
-                    if len(states) > 1 and not self._differs(states[-2], frame, pointers):
-                        states.reverse()  # back to the state before: a blink, not a change
-                    else:
-                        states = [states[-1], frame]
-                        changed, last_change = True, taken
+                if tracker.is_change(decode(png), pointers):
+                    changed, last_change = True, taken
                 last_png = png
             elapsed = taken - start
             if changed and taken - last_change >= config.quiet_s:

@@ -18,6 +18,7 @@ from common.run import RolloutJob
 from common.runstate import is_cancelled
 from common.status import RolloutStatus
 from services.runner.agent.base import Agent, Observation, ParsedResponse, ParseError
+from services.runner.first_screen import FirstScreen
 from services.runner.metrics import observe_step
 from services.runner.model_client import ModelClient, ModelError, ModelReply, TokenizeUnsupported
 from services.runner.outcome import EpisodeStop, RolloutOutcome, StepTotals
@@ -33,7 +34,8 @@ _T = TypeVar("_T")
 @dataclass
 class Episode:
     """Everything one episode's steps use: the job, its event ref, the env, the gateway client, the
-    agent state, the lease keeper and the running totals (the attempt's timings among them)."""
+    agent state, the lease keeper, the running totals (the attempt's timings among them) and the
+    screen the wait after setup ended on (`first_screen`; None: step 0 grabs its own)."""
 
     job: RolloutJob
     ref: dict[str, Any]
@@ -42,6 +44,7 @@ class Episode:
     agent: Agent
     keeper: LeaseKeeper
     totals: StepTotals
+    first: FirstScreen | None = None
 
 
 @dataclass
@@ -125,9 +128,11 @@ class StepLoop:
             if episode.keeper.lost.is_set():
                 raise EpisodeStop(RolloutStatus.ENV_ERROR, "env lease lost (renewal failed)")
             screenshot_ms = action_ms = 0.0
-            if png is None:  # the first step, or settling is off: grab now
+            first = episode.first if step == 0 else None
+            if png is None:  # the first step, or settling is off: grab now (step 0: the first screen's)
                 t_env = time.perf_counter()
-                png = self._env_call(settler.first_frame, f"screenshot failed at step {step}")
+                png = self._env_call(partial(settler.first_frame, first.png if first else None),
+                                     f"screenshot failed at step {step}")
                 screenshot_ms = (time.perf_counter() - t_env) * 1000.0
             tree = None
             if agent.needs_accessibility_tree:
@@ -161,9 +166,11 @@ class StepLoop:
                 settle_ms, capped, next_png = settled.settle_ms, settled.capped, settled.png
             timings = StepTimings(model_ms=model_ms, env_ms=screenshot_ms + action_ms, action_ms=action_ms,
                                   screenshot_ms=screenshot_ms, settle_ms=settle_ms, settle_capped=capped,
-                                  step_ms=(time.perf_counter() - t_step) * 1000.0)
+                                  step_ms=(time.perf_counter() - t_step) * 1000.0,
+                                  first_screen_ms=first.wait_ms if first else 0.0,
+                                  first_screen_cause=first.cause if first else None)
             t_publish = time.perf_counter()
-            self._publish(episode, step, sampled, execution, png, timings)
+            self._publish(episode, step, sampled, execution, png, timings, first.windows if first else None)
             t_end = time.perf_counter()
             loop_ms = (t_end - t_step) * 1000.0
             totals.timings.add_step(timings, publish_ms=(t_end - t_publish) * 1000.0, loop_ms=loop_ms)
@@ -188,7 +195,7 @@ class StepLoop:
             raise EpisodeStop(RolloutStatus.ENV_ERROR, f"{what}: {exc}") from exc
 
     def _publish(self, episode: Episode, step: int, sampled: Sampled, execution: ExecResult, png: bytes,
-                 timings: StepTimings) -> None:
+                 timings: StepTimings, windows: list[dict[str, Any]] | None = None) -> None:
         reply, parsed = sampled.reply, sampled.parsed
         self.publisher.publish(
             StepEvent(
@@ -207,6 +214,7 @@ class StepLoop:
                 prompt_token_ids=reply.prompt_token_ids,
                 discarded=sampled.discarded,
                 parse_error=sampled.parse_error,
+                windows=windows,
                 **episode.ref,
             ),
             png,

@@ -20,6 +20,8 @@ from tests.desktop_env.osworld_client import OSWorldClient
 from tests.desktop_env.xinput import InputEvent, InputRecorder
 
 SCREEN = (1920, 1080)
+# Pointer actions aim right of x=70 and below y=32: GNOME Shell's dock and top bar take the input there above any
+# window, override-redirect ones too (its stage is the compositor's overlay), as on OSWorld's VM.
 
 
 def _buttons(events: list[InputEvent]) -> list[tuple[str, str]]:
@@ -115,22 +117,22 @@ def test_move_and_click_actions(env: DesktopEnvClient, osworld: OSWorldClient, d
         assert env.cursor_position() == (300, 400)
         osworld.python("execute_action", {"action_type": "MOVE_TO", "parameters": {}})
         assert env.cursor_position() == (300, 400)
-        osworld.python("execute_action", {"action_type": "CLICK", "x": 50, "y": 60})
-        osworld.python("execute_action", {"action_type": "CLICK", "parameters": {"button": "right", "x": 70,
-                                                                                  "y": 80, "num_clicks": 2}})
+        osworld.python("execute_action", {"action_type": "CLICK", "x": 150, "y": 160})
+        osworld.python("execute_action", {"action_type": "CLICK", "parameters": {"button": "right", "x": 170,
+                                                                                  "y": 180, "num_clicks": 2}})
         osworld.python("execute_action", {"action_type": "CLICK", "parameters": {"button": "middle"}})
         osworld.python("execute_action", {"action_type": "CLICK", "parameters": {}})
         events = recorder.wait_for(10)
     assert _buttons(events) == [("press", "1"), ("release", "1"), ("press", "3"), ("release", "3"),
                                 ("press", "3"), ("release", "3"), ("press", "2"), ("release", "2"),
                                 ("press", "1"), ("release", "1")]
-    assert (events[0].x, events[0].y, events[2].x, events[2].y, events[-1].x) == (50, 60, 70, 80, 70)
+    assert (events[0].x, events[0].y, events[2].x, events[2].y, events[-1].x) == (150, 160, 170, 180, 170)
 
 
 def test_button_actions(env: DesktopEnvClient, osworld: OSWorldClient, display: str) -> None:
     with InputRecorder(display) as recorder:
-        osworld.python("execute_action", {"action_type": "RIGHT_CLICK", "parameters": {"x": 11, "y": 12}})
-        osworld.python("execute_action", {"action_type": "DOUBLE_CLICK", "parameters": {"x": 13, "y": 14}})
+        osworld.python("execute_action", {"action_type": "RIGHT_CLICK", "parameters": {"x": 111, "y": 112}})
+        osworld.python("execute_action", {"action_type": "DOUBLE_CLICK", "parameters": {"x": 113, "y": 114}})
         osworld.python("execute_action", {"action_type": "MOUSE_DOWN", "parameters": {"button": "left"}})
         osworld.python("execute_action", {"action_type": "MOUSE_UP", "parameters": {"button": "left"}})
         osworld.python("execute_action", {"action_type": "MOUSE_DOWN", "parameters": {}})
@@ -138,9 +140,9 @@ def test_button_actions(env: DesktopEnvClient, osworld: OSWorldClient, display: 
         osworld.python("execute_action", {"action_type": "DRAG_TO", "parameters": {"x": 500, "y": 600}})
         events = recorder.wait_for(12)
     assert _buttons(events) == [("press", "3"), ("release", "3")] + [("press", "1"), ("release", "1")] * 5
-    assert (events[2].x, events[2].y) == (13, 14)
+    assert (events[2].x, events[2].y) == (113, 114)
     drag_press, drag_release = events[-2], events[-1]
-    assert (drag_press.x, drag_press.y, drag_release.x, drag_release.y) == (13, 14, 500, 600)
+    assert (drag_press.x, drag_press.y, drag_release.x, drag_release.y) == (113, 114, 500, 600)
 
 
 def test_scroll_actions(env: DesktopEnvClient, osworld: OSWorldClient, display: str) -> None:
@@ -171,6 +173,6 @@ def test_control_actions_do_nothing(env: DesktopEnvClient, osworld: OSWorldClien
                                     action: object) -> None:
     with InputRecorder(display) as recorder:
         assert osworld.python("execute_action", action) is None
-        env.execute(["python", "-c", "import pyautogui; pyautogui.click(5, 5)"])  # a marker after the action
+        env.execute(["python", "-c", "import pyautogui; pyautogui.click(105, 105)"])  # a marker after the action
         events = recorder.wait_for(2)
     assert _buttons(events) == [("press", "1"), ("release", "1")]

@@ -1,8 +1,9 @@
 """Observation routes: screenshot, sizes, cursor, platform, accessibility tree, terminal text,
-wallpaper, desktop path (OSWorld `desktop_env/server/main.py`)."""
+wallpaper, desktop path (OSWorld `desktop_env/server/main.py`); the window list (`/windows`, ours)."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 from fastapi import APIRouter, Form
@@ -12,7 +13,14 @@ from prometheus_client import Histogram
 from services.desktop_env import accessibility, screen, wallpaper, x11
 from services.desktop_env.operations import OperationError
 from services.desktop_env.pod import PodDep
-from services.desktop_env.schemas import AccessibilityReply, DesktopPath, ErrorReply, ScreenSize, TerminalReply
+from services.desktop_env.schemas import (
+    AccessibilityReply,
+    DesktopPath,
+    ErrorReply,
+    ScreenSize,
+    TerminalReply,
+    WindowEntry,
+)
 
 SCREENSHOT_SECONDS = Histogram("desktop_env_screenshot_seconds", "Duration of /screenshot (grab + PNG)")
 
@@ -46,6 +54,13 @@ def window_size(pod: PodDep, app_class_name: str | None = Form(default=None)) ->
     if size is None:
         raise OperationError(404, f"no window with class {app_class_name!r}")
     return ScreenSize(width=size[0], height=size[1])
+
+
+@router.get("/windows", response_model=list[WindowEntry])
+def windows(pod: PodDep) -> list[WindowEntry]:
+    """The managed top-level windows, oldest first (an extension of OSWorld's protocol: the runner
+    waits on it for the windows a task's setup starts, `services/runner/first_screen.py`)."""
+    return [WindowEntry(**dataclasses.asdict(window)) for window in x11.list_windows(pod.display)]
 
 
 @router.get("/cursor_position", response_model=list[int])

@@ -12,7 +12,8 @@ Protocol (ICCCM section 2, "Peer-to-Peer Communication by Means of Selections"):
    no race);
 2. press ctrl+v, then answer SelectionRequests (TARGETS, UTF8_STRING, TEXT, STRING when the text is
    Latin-1, `text/plain;charset=utf-8`) until the focused application's client has been sent the text;
-   its SelectionNotify is queued before any key pressed afterwards, so the paste lands before them;
+   its SelectionNotify is queued before any key pressed afterwards, so the paste lands before them (the
+   window manager's own reads do not count: GNOME Shell's mutter reads every new owner as a clipboard manager);
 3. hand the clipboard to an `xclip` daemon (the clipboard keeps the text after the action, as with
    pyperclip), wait for our SelectionClear and read the clipboard back with `xclip -o`: it must hold
    exactly the text.
@@ -68,11 +69,18 @@ def paste_text(text: str, timeout_s: float = 5.0, max_bytes: int = 200_000) -> N
             raise SystemExit("type: could not take the clipboard selection")
         focus = display.get_input_focus().focus
         mask = display.display.info.resource_id_mask
+        check = display.screen().root.get_full_property(atom("_NET_SUPPORTING_WM_CHECK"), Xatom.WINDOW)
+        wm_client = check.value[0] & ~mask if check and len(check.value) else None
+        # Nothing focused: X's None/PointerRoot, or the 1x1 window mutter (GNOME Shell) focuses then. Mutter reads
+        # every new clipboard owner (its clipboard manager), so its reads never count as the paste.
+        nothing_focused = isinstance(focus, int) or (
+            focus.id & ~mask == wm_client and focus.get_geometry().width <= 1)
 
         def from_focused_client(requestor: Any) -> bool:
-            if isinstance(focus, int):  # None or PointerRoot: no focused client to match
-                return getattr(requestor, "id", 0) & ~mask != window.id & ~mask
-            return getattr(requestor, "id", 0) & ~mask == focus.id & ~mask
+            client = getattr(requestor, "id", 0) & ~mask
+            if nothing_focused:
+                return client not in (window.id & ~mask, wm_client)
+            return bool(client == focus.id & ~mask)
 
         def next_event(deadline: float) -> Any:
             while display.pending_events() == 0:

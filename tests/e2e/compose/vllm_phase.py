@@ -28,9 +28,6 @@ from tests.e2e.compose.docker_host import ROOT, DockerHostError
 
 log = logging.getLogger("compose-test")
 WHEELS = ROOT / "deploy" / "docker" / "wheels"
-#: The environment variable that turns this phase on (`CUA_COMPOSE_VLLM=1 make compose-test`): its container did
-#: not yet come up healthy in a compose run here (a model file unreadable by the image's user, fixed, not re-run).
-OPT_IN = "CUA_COMPOSE_VLLM"
 TORCH = "torch==2.13.0+cpu"
 PROFILE = "vllm-cpu"
 SERVED_MODEL = "tiny-qwen2"
