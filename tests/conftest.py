@@ -13,7 +13,7 @@ from common.polling import free_port
 from common.redis_server import RedisServerProcess
 
 # The suite's desktops are bare openbox ones unless a test asks for GNOME Shell (LocalEnvLauncher(shell="gnome"),
-# `DESKTOP_SHELL` in a stack's extra_env): the tests of what the agent sees (tests/desktop_env/test_shell.py,
+# StackConfig(desktop_shell="gnome")): the tests of what the agent sees (tests/desktop_env/test_shell.py,
 # tests/runner/test_first_screen.py, tests/e2e/test_osworld.py) and compose-test run GNOME Shell, the product's
 # default; elsewhere its seconds of CPU per env start would double `make test` on 2 cores for nothing they check.
 # `DESKTOP_SHELL=gnome make test` runs everything on GNOME Shell.

@@ -44,7 +44,8 @@ class StackConfig:
     `file:///dir`); `policy_urls` (OpenAI-compatible base URLs, replacing the `replicas` scripted
     ones; `policy_latency_ms` applies to scripted replicas only); `env_urls` (OSWorld server base
     URLs, replacing the `envs` local desktops). `display_base`: first X display number of the local
-    desktops (None: spread by pid). `settle_max_s`: the runners' `RUNNER_SETTLE_MAX_S` (None: default).
+    desktops (None: spread by pid). `desktop_shell`: their `DESKTOP_SHELL` (`gnome`, `openbox`; None: the
+    environment's, else GNOME Shell where installed). `settle_max_s`: the runners' `RUNNER_SETTLE_MAX_S` (None: default).
     `api_token`: the producer's `PRODUCER_API_TOKEN` (default `CUA_TOKEN`, the token the CLI sends);
     empty: the producer's write routes are open. `runners`: RQ workers, all in one runner process (its
     pool, `RUNNER_WORKERS`: one import of the job code for all of them).
@@ -61,6 +62,7 @@ class StackConfig:
     gateway_port: int = 0
     width: int = 1920
     height: int = 1080
+    desktop_shell: str | None = None
     max_infra_retries: int = 2
     policy_latency_ms: float = 0.0
     extra_env: dict[str, str] = field(default_factory=dict)
@@ -208,7 +210,8 @@ class LocalStack:
             provider = "static"
         else:
             self.env_launcher = LocalEnvLauncher(count=cfg.envs, root_dir=self.work_dir / "envs",
-                                                 base_display=cfg.display_base, width=cfg.width, height=cfg.height)
+                                                 base_display=cfg.display_base, width=cfg.width, height=cfg.height,
+                                                 shell=cfg.desktop_shell)
             self.env_urls = self.env_launcher.start()
             provider = "local"
         with redis_client(self.redis_url) as client:

@@ -68,7 +68,7 @@ def osworld_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
     config = StackConfig(work_dir=tmp_path_factory.mktemp("osworld-stack"), scripts_dir=ROOT / "examples" / "scripts",
                          envs=4, runners=4, replicas=1, max_infra_retries=1,
                          fixtures_dir=ROOT / "examples" / "fixtures",
-                         extra_env={"DESKTOP_SHELL": "gnome"})  # the desktop OSWorld's tasks were made on
+                         desktop_shell="gnome")  # the desktop OSWorld's tasks were made on
     tasks = [task.to_json_dict() for task in load_task_set(OSWORLD_EXAMPLES).tasks]
     with LocalStack(config) as stack, httpx.Client(base_url=stack.producer_url, timeout=30) as client:
         response = client.post("/v1/runs", json={"tasks": tasks, "max_steps": 15, "run_id": "osworld-e2e"})
