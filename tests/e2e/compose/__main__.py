@@ -238,7 +238,8 @@ def main() -> int:
                 log.info("vLLM container phase left out (--no-vllm)")
         except Exception:
             subprocess.run([*compose.base, "--profile", vllm_phase.PROFILE, "ps", "-a"], check=False, timeout=60)
-            subprocess.run([*compose.base, "logs", "--tail", "40"], check=False, timeout=120)
+            subprocess.run([*compose.base, "--profile", vllm_phase.PROFILE, "logs", "--tail", "40"], check=False,
+                           timeout=120)
             raise
         finally:
             if problems:
