@@ -45,7 +45,8 @@ class StackConfig:
     ones; `policy_latency_ms` applies to scripted replicas only); `env_urls` (OSWorld server base
     URLs, replacing the `envs` local desktops). `display_base`: first X display number of the local
     desktops (None: spread by pid). `desktop_shell`: their `DESKTOP_SHELL` (`gnome`, `openbox`; None: the
-    environment's, else GNOME Shell where installed). `settle_max_s`: the runners' `RUNNER_SETTLE_MAX_S` (None: default).
+    environment's, else GNOME Shell where installed). `settle_max_s`: the runners' `RUNNER_SETTLE_MAX_S`
+    (None: default).
     `api_token`: the producer's `PRODUCER_API_TOKEN` (default `CUA_TOKEN`, the token the CLI sends);
     empty: the producer's write routes are open. `runners`: RQ workers, all in one runner process (its
     pool, `RUNNER_WORKERS`: one import of the job code for all of them).

@@ -41,7 +41,7 @@ from services.runner.agent.base import (
 )
 from services.runner.agent.parser import normalize_keys, type_code
 from services.runner.agent.qwen_tool import computer_use_function, system_message, tool_calls
-from services.runner.agent.smart_resize import smart_resize
+from services.runner.agent.smart_resize import smart_resize, to_screen
 
 #: qwen-vl-utils' bounds of an image's tokens (`IMAGE_MIN_TOKEN_NUM`, `IMAGE_MAX_TOKEN_NUM`), a token being
 #: factor x factor pixels.
@@ -127,12 +127,10 @@ class QwenComputerUseAgent(Agent):
     def _point(self, arguments: dict[str, Any], key: str = "coordinate") -> tuple[int, int]:
         value = arguments.get(key)
         if not isinstance(value, list | tuple) or len(value) != 2 or not all(
-                isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in value):
+                isinstance(v, int | float) and not isinstance(v, bool) and (isinstance(v, int) or math.isfinite(v))
+                for v in value):
             raise ParseError(f"{key} must be [x, y] numbers, got {value!r:.80}")
-        width, height = self.model_screen
-        x = round(value[0] * self.screen[0] / width)
-        y = round(value[1] * self.screen[1] / height)
-        return min(max(x, 0), self.screen[0] - 1), min(max(y, 0), self.screen[1] - 1)
+        return to_screen(value[0], value[1], self.model_screen, self.screen)
 
     def _action(self, arguments: dict[str, Any]) -> ParsedAction:  # noqa: C901 (one branch per action)
         action = arguments.get("action")

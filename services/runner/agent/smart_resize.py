@@ -36,8 +36,10 @@ def smart_resize(
 def to_screen(x: float, y: float, resized: tuple[int, int], screen: tuple[int, int]) -> tuple[int, int]:
     """Map a point from the smart-resized image space (w, h) to screen pixels (w, h), clamped.
 
-    UI-TARS-1.5 answers absolute coordinates in the resized image it was shown.
+    UI-TARS-1.5 answers absolute coordinates in the resized image it was shown. Clamped to the image before
+    scaling: a finite but huge coordinate (5e307) would overflow to infinity in the product.
     """
+    x, y = min(max(x, 0.0), float(resized[0])), min(max(y, 0.0), float(resized[1]))
     sx = round(x * screen[0] / resized[0])
     sy = round(y * screen[1] / resized[1])
     return min(max(sx, 0), screen[0] - 1), min(max(sy, 0), screen[1] - 1)

@@ -37,6 +37,8 @@ def test_to_screen_maps_and_clamps() -> None:
     assert to_screen(966, 546, RESIZED, SCREEN) == (960, 540)
     assert to_screen(0, 0, RESIZED, SCREEN) == (0, 0)
     assert to_screen(5000, 5000, RESIZED, SCREEN) == (1919, 1079)
+    assert to_screen(285.5, 5e307, RESIZED, SCREEN) == (284, 1079)  # the product would overflow (parser fuzz)
+    assert to_screen(-5e307, 1e308, RESIZED, SCREEN) == (0, 1079)
 
 
 @pytest.mark.parametrize("box", ["(966,546)", "<|box_start|>(966,546)<|box_end|>", "[956,536,976,556]",

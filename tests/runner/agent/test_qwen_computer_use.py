@@ -50,6 +50,13 @@ def test_actions_map_resized_coordinates_to_the_screen() -> None:
     assert relative.parse(call(action="double_click", coordinate=[500, 999])).actions[0].inputs == {"x": 960, "y": 1079}
 
 
+def test_huge_coordinates_are_clamped_not_overflowed() -> None:
+    agent = QwenComputerUseAgent("task", (1920, 1080))
+    huge = agent.parse(call(action="left_click", coordinate=[1e308, 10**400]))
+    assert huge.actions[0].inputs == {"x": 1919, "y": 1079}
+    assert agent.parse(call(action="left_click", coordinate=[-1e308, 5])).actions[0].inputs == {"x": 0, "y": 5}
+
+
 @pytest.mark.parametrize(("arguments", "kind", "code"), [
     ({"action": "key", "keys": ["ctrl", "s"]}, "key", "pyautogui.hotkey('ctrl', 's')"),
     ({"action": "key", "keys": ["Return"]}, "key", "pyautogui.press('enter')"),
