@@ -106,11 +106,13 @@ SHOWN_FRACTION = 0.5
 
 
 def shown(frame: Image.Image, baseline: Image.Image | None, box: tuple[int, int, int, int]) -> bool:
-    """True when `box` of `frame` is drawn and, with a `baseline` screen of the same size, differs from it on
-    at least `SHOWN_FRACTION` of its pixels."""
+    """True when `box` of `frame` is drawn and, where a `baseline` screen of the same size was drawn there too
+    (a compositor's wallpaper), differs from it on at least `SHOWN_FRACTION` of its pixels. Over a flat
+    baseline (openbox's black root window) being drawn is enough: a window that is mostly black (VLC without
+    a file) differs from it on few pixels."""
     if not is_drawn(frame, box):
         return False
-    if baseline is None or baseline.size != frame.size:
+    if baseline is None or baseline.size != frame.size or not is_drawn(baseline, box):
         return True
     left, top, right, bottom = box
     clipped = (max(left, 0), max(top, 0), min(right, frame.width), min(bottom, frame.height))

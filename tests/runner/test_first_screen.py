@@ -113,6 +113,22 @@ def test_a_window_listed_but_not_composited_yet_does_not_count_while_the_wallpap
     assert first.cause == "windows" and 6.0 <= first.wait_ms / 1000 <= 6.6  # shown at 5 s, then 1 s unchanged
 
 
+def test_a_mostly_black_window_on_a_black_screen_counts_once_drawn() -> None:
+    """VLC without a file on openbox: a black video area under a drawn toolbar, on a black root window."""
+    def mostly_black() -> bytes:
+        image = decode(_png())
+        toolbar = decode(_png((BOX[0], BOX[1], BOX[2], BOX[1] + 30))).crop((BOX[0], BOX[1], BOX[2], BOX[1] + 30))
+        image.paste(toolbar, BOX[:2])
+        out = io.BytesIO()
+        image.save(out, format="PNG")
+        return out.getvalue()
+
+    screen = ScriptedScreen(lambda t: (mostly_black(), [_window(7, BOX)]) if t >= 2 else (_png(), []))
+    waiter = FirstScreenWaiter(screen, lambda: None, CONFIG, clock=screen.clock, sleep=screen.sleep)
+    first = waiter.wait([SetupStep(type="launch", parameters={})], frozenset(), _png())
+    assert first.cause == "windows" and first.wait_ms / 1000 <= 4.0  # shown at 2 s, then 1 s unchanged
+
+
 def test_a_splash_screen_is_not_the_app_and_a_playing_video_ends_the_wait_once_drawn_long_enough() -> None:
     def timeline(t: float) -> tuple[bytes, list[dict[str, Any]]]:
         if t < 3:
