@@ -40,7 +40,9 @@ def gateway(urls: list[str], **settings: Any) -> Iterator[str]:
 
 
 def replicas_view(gw: str) -> dict[str, dict[str, Any]]:
-    return {r["id"]: r for r in httpx.get(f"{gw}/admin/replicas", timeout=5).json()["replicas"]}
+    """The gateway's replicas by id. 30 s: in make test the busy replica's generation, two gateways and the other
+    workers' tests share 2 cores (load average 10), and 5 s ran out once."""
+    return {r["id"]: r for r in httpx.get(f"{gw}/admin/replicas", timeout=30).json()["replicas"]}
 
 
 def greedy(model: str, text: str, **extra: Any) -> dict[str, Any]:
@@ -169,8 +171,11 @@ def test_load_from_vllm_metrics_steers_requests_away_from_a_busy_replica(vllm_re
     small = greedy(vllm_replicas.model, "hello", max_tokens=1)
     with DirectLoad(busy, vllm_replicas.model, 3), gateway(vllm_replicas.urls) as gw, \
             gateway(vllm_replicas.urls, engine_metrics=False) as blind:
-        wait_until(lambda: (replicas_view(gw)[busy_id]["engine_running"] or 0) >= 1, 60,
-                   "the gateway to read the busy replica's running requests from its /metrics")
+        def both_read() -> bool:  # each replica's /metrics is scraped after its own health probe
+            view = replicas_view(gw)
+            return (view[busy_id]["engine_running"] or 0) >= 1 and view[idle_id]["engine_running"] is not None
+
+        wait_until(both_read, 60, "the gateway to read both replicas' /metrics (the busy one's running requests)")
         view = replicas_view(gw)
         assert view[busy_id]["in_flight"] == 0 and view[idle_id]["engine_running"] == 0
         assert 0.0 <= view[busy_id]["kv_cache_usage"] <= 1.0
