@@ -17,56 +17,40 @@ from collections.abc import Callable
 from Xlib import XK, X
 from Xlib.display import Display
 
+from services.desktop_env.x11 import DisplayListener
+
 log = logging.getLogger(__name__)
 
 _POLL_S = 0.5
 _LOCKS = (0, X.LockMask, X.Mod2Mask, X.LockMask | X.Mod2Mask)  # Caps Lock, Num Lock
 
 
-class TerminalHotkey:
+class TerminalHotkey(DisplayListener):
     """Calls `launch()` (which starts the terminal) on ctrl+alt+t pressed on `display`, until `stop()`."""
 
     def __init__(self, display: str, launch: Callable[[], object]) -> None:
-        self.display = display
+        super().__init__(display, "ctrl+alt+t", f"hotkey-{display}")
         self.launch = launch
-        self._stop = threading.Event()
         self._grabbed = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"hotkey-{display}", daemon=True)
 
-    def start(self, timeout_s: float = 5.0) -> bool:
+    def start(self, timeout_s: float = 5.0) -> bool:  # type: ignore[override]  # also says whether it grabbed
         """Start the thread; True once the key is grabbed (within `timeout_s`)."""
-        self._thread.start()
+        super().start()
         return self._grabbed.wait(timeout_s)
 
-    def stop(self) -> None:
-        """Stop listening (returns within about half a second)."""
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=5.0)
-
-    def _run(self) -> None:
-        try:
-            conn = Display(self.display)
-        except Exception as exc:
-            log.warning("ctrl+alt+t off on %s: %s", self.display, exc)
-            return
-        try:
-            root = conn.screen().root
-            keycode = conn.keysym_to_keycode(XK.string_to_keysym("t"))
-            for locks in _LOCKS:
-                root.grab_key(keycode, X.ControlMask | X.Mod1Mask | locks, True, X.GrabModeAsync, X.GrabModeAsync)
-            conn.sync()
-            self._grabbed.set()
-            while not self._stop.is_set():
-                readable, _, _ = select.select([conn.fileno()], [], [], _POLL_S)
-                while readable and conn.pending_events():
-                    if conn.next_event().type == X.KeyPress:
-                        self._launch()
-        except Exception:
-            if not self._stop.is_set():
-                log.exception("ctrl+alt+t listener stopped on %s", self.display)
-        finally:
-            conn.close()
+    def listen(self, conn: Display) -> None:
+        """Grab ctrl+alt+t (with any lock state) on the root window and start the terminal on each press."""
+        root = conn.screen().root
+        keycode = conn.keysym_to_keycode(XK.string_to_keysym("t"))
+        for locks in _LOCKS:
+            root.grab_key(keycode, X.ControlMask | X.Mod1Mask | locks, True, X.GrabModeAsync, X.GrabModeAsync)
+        conn.sync()
+        self._grabbed.set()
+        while not self.stopping:
+            readable, _, _ = select.select([conn.fileno()], [], [], _POLL_S)
+            while readable and conn.pending_events():
+                if conn.next_event().type == X.KeyPress:
+                    self._launch()
 
     def _launch(self) -> None:
         try:

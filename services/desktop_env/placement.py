@@ -22,9 +22,7 @@ setup opens, would come up behind the focused one and the agent's keys would go 
 from __future__ import annotations
 
 import fnmatch
-import logging
 import select
-import threading
 import time
 from dataclasses import dataclass
 
@@ -33,7 +31,7 @@ from Xlib.display import Display
 from Xlib.error import XError
 from Xlib.protocol import event
 
-log = logging.getLogger(__name__)
+from services.desktop_env.x11 import DisplayListener
 
 TITLE_WAIT_S = 30.0
 _POLL_S = 0.5
@@ -76,50 +74,28 @@ def rule_for(classes: tuple[str, ...]) -> Rule | None:
     return next((rule for rule in MAXIMISED if rule.matches_class(classes)), None)
 
 
-class Placer:
+class Placer(DisplayListener):
     """Maximises the main windows of `MAXIMISED` apps on `display` (see the module doc) from a daemon
     thread, until `stop()`."""
 
     def __init__(self, display: str) -> None:
-        self.display = display
-        self._stop = threading.Event()
+        super().__init__(display, "window placement", f"placer-{display}")
         self._seen: set[int] = set()
         self._pending: dict[int, float] = {}  # wid -> when first seen (its title does not qualify yet)
-        self._thread = threading.Thread(target=self._run, name=f"placer-{display}", daemon=True)
 
-    def start(self) -> None:
-        """Start watching (returns at once)."""
-        self._thread.start()
-
-    def stop(self) -> None:
-        """Stop watching; returns once the thread has ended (at most ~0.5 s)."""
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=5.0)
-
-    def _run(self) -> None:
-        try:
-            conn = Display(self.display)
-        except Exception as exc:  # the display went away: nothing to place
-            log.warning("window placement off on %s: %s", self.display, exc)
-            return
-        try:
-            root = conn.screen().root
-            root.change_attributes(event_mask=X.PropertyChangeMask)
-            self._scan(conn)
-            while not self._stop.is_set():
-                readable, _, _ = select.select([conn.fileno()], [], [], _POLL_S)
-                if readable or conn.pending_events():
-                    while conn.pending_events():
-                        conn.next_event()
-                    self._scan(conn)
-                elif self._pending:
-                    self._scan(conn)
-        except Exception:  # the X server closed (session stopping) or a bug: log, never crash the server
-            if not self._stop.is_set():
-                log.exception("window placement stopped on %s", self.display)
-        finally:
-            conn.close()
+    def listen(self, conn: Display) -> None:
+        """Scan the client list at start and on every property change of the root window (a new client
+        changes `_NET_CLIENT_LIST`); poll while windows are pending."""
+        conn.screen().root.change_attributes(event_mask=X.PropertyChangeMask)
+        self._scan(conn)
+        while not self.stopping:
+            readable, _, _ = select.select([conn.fileno()], [], [], _POLL_S)
+            if readable or conn.pending_events():
+                while conn.pending_events():
+                    conn.next_event()
+                self._scan(conn)
+            elif self._pending:
+                self._scan(conn)
 
     def _scan(self, conn: Display) -> None:
         """Look at the client list: decide every new window and the pending ones."""

@@ -10,6 +10,7 @@ long-lived connection never grows.
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import threading
@@ -24,6 +25,53 @@ from Xlib.error import ConnectionClosedError, DisplayError, XError, xerror_class
 
 T = TypeVar("T")
 _local = threading.local()
+log = logging.getLogger(__name__)
+
+
+class DisplayListener:
+    """A daemon thread with an X connection of its own to `display`, running `listen(conn)` until `stop()`
+    (`listen` polls `stopping`, at most every ~0.5 s). A display that cannot be opened, or an error while
+    listening, is logged naming `what` and ends the thread: the env server never crashes over it. Subclassed by
+    `placement.Placer` and `hotkeys.TerminalHotkey`."""
+
+    def __init__(self, display: str, what: str, thread_name: str) -> None:
+        self.display = display
+        self.what = what
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=thread_name, daemon=True)
+
+    @property
+    def stopping(self) -> bool:
+        """True once `stop()` was called."""
+        return self._stop.is_set()
+
+    def start(self) -> None:
+        """Start the thread (returns at once)."""
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop listening; returns once the thread has ended (at most ~0.5 s)."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5.0)
+
+    def listen(self, conn: Display) -> None:
+        """The thread's work on its own connection, until `stopping`."""
+        raise NotImplementedError
+
+    def _run(self) -> None:
+        try:
+            conn = Display(self.display)
+        except Exception as exc:  # the display went away: nothing to listen to
+            log.warning("%s off on %s: %s", self.what, self.display, exc)
+            return
+        try:
+            self.listen(conn)
+        except Exception:  # the X server closed (session stopping) or a bug: log, never crash the server
+            if not self.stopping:
+                log.exception("%s stopped on %s", self.what, self.display)
+        finally:
+            conn.close()
 
 
 @dataclass(frozen=True)
