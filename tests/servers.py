@@ -20,7 +20,7 @@ def serve_app(app: Any, port: int | None = None, host: str = "127.0.0.1") -> Ite
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    wait_until(lambda: server.started, 10, f"uvicorn on port {port}")
+    wait_until(lambda: server.started, 60, f"uvicorn on port {port}")  # 10 s ran out at load ~10 (vLLM decoding)
     try:
         yield f"http://{host}:{port}"
     finally:
