@@ -17,7 +17,8 @@ from __future__ import annotations
 import io
 from typing import Protocol
 
-from common.objectstore import LocalDirStore, check_key, minio_client
+from common.object_keys import check_key
+from common.objectstore import LocalDirStore, minio_client
 
 
 class BlobWriter(Protocol):

@@ -10,11 +10,12 @@ import contextlib
 import io
 import itertools
 import os
-import re
 import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
+
+from common.object_keys import check_key
 
 if TYPE_CHECKING:
     from minio import Minio
@@ -57,38 +58,6 @@ class ObjectStore(Protocol):
 
     def healthy(self) -> bool:
         """True when the store answers (the sink tells an outage from an entry that cannot be written)."""
-
-
-#: One key segment: ASCII letters, digits, `_`, `.`, `-`, not starting with `.` (so never `.`, `..`, a
-#: hidden file or the local store's `.tmp-` files). No `/`, `\\`, `%`, NUL, spaces or non-ASCII.
-_SEGMENT = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*")
-#: S3's limit on key length (bytes); every segment is ASCII, so characters = bytes.
-MAX_KEY_LENGTH = 1024
-MAX_SEGMENT_LENGTH = 255
-
-
-def check_key(key: str, prefix: bool = False) -> str:
-    """`key` when it is a safe relative object key: `/`-separated segments of `_SEGMENT`, at most
-    `MAX_KEY_LENGTH` characters (segments `MAX_SEGMENT_LENGTH`). With `prefix`, the empty string and
-    a trailing `/` are allowed too (a listing prefix such as `run1/` or `run1/t_0/step_`).
-
-    Raises: ValueError naming the key and the rule it breaks (`..`, absolute, NUL, non-ASCII...).
-    """
-    if not isinstance(key, str):
-        raise ValueError(f"object key must be a string, got {type(key).__name__}")
-    if prefix and key == "":
-        return key
-    if len(key) > MAX_KEY_LENGTH:
-        raise ValueError(f"invalid object key {key[:60]!r}...: longer than {MAX_KEY_LENGTH} characters")
-    parts = key.split("/")
-    if prefix and len(parts) > 1 and parts[-1] == "":
-        parts = parts[:-1]
-    for part in parts:
-        if _SEGMENT.fullmatch(part) is None or len(part) > MAX_SEGMENT_LENGTH:
-            raise ValueError(f"invalid object key {key[:200]!r}: segment {part[:60]!r} must be 1 to "
-                             f"{MAX_SEGMENT_LENGTH} of A-Z a-z 0-9 _ . - not starting with '.' "
-                             "(a relative path without '..', '\\', '%', NUL or non-ASCII)")
-    return key
 
 
 #: Numbers of the local store's temp files, shared by every store of the process (two stores of one

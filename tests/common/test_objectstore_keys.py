@@ -12,7 +12,8 @@ from pydantic import ValidationError
 
 from common.events import EpisodeEvent, StepEvent, decode_event, encode_event
 from common.ids import check_run_id, check_task_id
-from common.objectstore import LocalDirStore, S3Store, check_key
+from common.object_keys import MAX_SEGMENT_LENGTH, check_key, key_segment
+from common.objectstore import LocalDirStore, S3Store
 from common.run import trajectory_prefix
 
 BAD_SEGMENTS = ["..", ".", "", "../x", "/abs", "a/b", "a\\b", "%2e%2e", "..%2f", "a\x00b", "a\nb", "\u2024\u2024",
@@ -106,3 +107,18 @@ def test_events_with_bad_ids_are_poison_entries(bad: str) -> None:
             decode_event({b"type": b"step", b"data": json.dumps(data).encode()})
     with pytest.raises(ValidationError):
         EpisodeEvent(run_id=bad, task_id="t", rollout_index=0, rollout_id="x", phase="start")
+
+
+@pytest.mark.parametrize(("name", "segment"), [("Ch4 Video Effect.pptx", "Ch4_Video_Effect.pptx"),
+                                               ("Serial#.xlsx", "Serial_.xlsx"), ("é.txt", "_.txt"),
+                                               (".hidden", "_hidden"), ("a/../b", "a_.._b"), ("ok-1.csv", "ok-1.csv")])
+def test_key_segment_makes_a_file_name_a_valid_segment(name: str, segment: str) -> None:
+    assert key_segment(name) == segment
+    check_key(segment)
+
+
+@pytest.mark.parametrize("bad", BAD_SEGMENTS[3:])  # "", ".", ".." are no file names
+def test_key_segment_of_any_bad_segment_is_valid(bad: str) -> None:
+    segment = key_segment(bad)
+    assert len(segment) <= MAX_SEGMENT_LENGTH and check_key(segment) == segment
+    assert key_segment("x" * 300 + ".xlsx", 20).endswith(".xlsx")

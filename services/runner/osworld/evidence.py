@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from common.object_keys import MAX_SEGMENT_LENGTH, key_segment
 from services.runner.osworld.hostpaths import within
 
 SCHEMA = "cua.evaluation.v1"
@@ -56,7 +57,9 @@ class Evidence:
             if path.stat().st_size > MAX_FILE_BYTES:
                 return {"$file_too_large": state}
             data = path.read_bytes()
-            name = f"{hashlib.sha256(data).hexdigest()[:16]}_{path.name}"
+            digest = hashlib.sha256(data).hexdigest()[:16]
+            # Stored as `evidence/<name>`: a task's file names ("Ch4 Video Effect.pptx") are no key segment.
+            name = f"{digest}_{key_segment(path.name, MAX_SEGMENT_LENGTH - len(digest) - 1)}"
             self.files[name] = data
             return {"$file": name}
         if isinstance(state, list | tuple):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from common.object_keys import check_key
 from services.runner.osworld.errors import EvalError
 from services.runner.osworld.evidence import Evidence, EvidenceError, load_replay
 from services.runner.osworld.rescore import rescore_states
@@ -43,6 +44,24 @@ def test_file_states_are_copied_in_and_replayed_from_another_directory(tmp_path:
     assert len(evidence.files) == 1 and b"SECRET" not in b"".join(evidence.files.values())
     with pytest.raises(EvidenceError, match="no recorded inputs"):
         replay.next_states("compare_table")
+
+
+@pytest.mark.parametrize("file_name", ["Ch4 Video Effect.pptx", "Order_Sales_Serial#.xlsx", "résumé.docx",
+                                       ".hidden.txt", "x" * 250 + ".xlsx"])
+def test_evidence_names_are_object_keys_whatever_the_tasks_file_is_called(tmp_path: Path, file_name: str) -> None:
+    """OSWorld's files have spaces, `#`, accents in their names: the evidence stored under `evidence/<name>` must
+    still be a valid object key, or the sink dead-letters the whole end event (the trajectory's manifest)."""
+    source = tmp_path / "work" / file_name
+    source.parent.mkdir()
+    source.write_bytes(b"bytes of " + file_name.encode())
+    evidence = Evidence(last_action="DONE")
+    evidence.record("compare_pptx_files", str(source), roots=[tmp_path / "work"])
+    (name,) = evidence.files
+    check_key(f"run-1/t_0/evidence/{name}")
+    assert name.endswith(Path(file_name).suffix)
+    replay, _ = load_replay(_stored(evidence, tmp_path / "stored"), tmp_path / "stored")
+    (result, _expected) = replay.next_states("compare_pptx_files")
+    assert Path(result).read_bytes() == source.read_bytes()
 
 
 def test_rescoring_runs_the_current_metric_on_the_recorded_states(tmp_path: Path) -> None:
