@@ -1,9 +1,10 @@
 """The env's home directory: wiped and rebuilt on start and on every reset.
 
 Layout (like OSWorld's Ubuntu user): the XDG user folders (Desktop, Documents, Downloads, ...),
-`.bashrc` with an Ubuntu-like prompt, `.config/mimeapps.list` so `xdg-open` picks the text editor,
-file manager, LibreOffice, Chromium, VLC (audio) and GIMP, and Ubuntu's video player for videos (an entry
-named as GNOME Videos that runs VLC: VLC is not the default video player, as on OSWorld's VM),
+`.bashrc` with an Ubuntu-like prompt, `.config/mimeapps.list` so `xdg-open` picks Ubuntu 22.04's apps: gedit
+for text, Nautilus for folders, Evince for PDFs, LibreOffice, Chromium, VLC (audio) and GIMP, and Ubuntu's video
+player for videos (an entry named as GNOME Videos that runs VLC: VLC is not the default video player, as on
+OSWorld's VM),
 `.config/vlc/vlcrc` with VLC's HTTP interface on,
 a LibreOffice profile without first-run dialogs, Chrome's profile (`.config/google-chrome`, present at reset
 as on the VM), VS Code's empty `.config/Code/User`, and
@@ -35,8 +36,8 @@ alias ls='ls --color=auto'
 
 _MIMEAPPS = """\
 [Default Applications]
-inode/directory=pcmanfm.desktop
-text/plain=org.xfce.mousepad.desktop
+inode/directory=org.gnome.Nautilus.desktop
+text/plain=org.gnome.gedit.desktop
 text/csv=libreoffice-calc.desktop
 application/vnd.openxmlformats-officedocument.spreadsheetml.sheet=libreoffice-calc.desktop
 application/vnd.oasis.opendocument.spreadsheet=libreoffice-calc.desktop
@@ -54,6 +55,7 @@ audio/mpeg=vlc.desktop
 audio/x-wav=vlc.desktop
 image/png=gimp.desktop
 image/jpeg=gimp.desktop
+application/pdf=org.gnome.Evince.desktop
 {videos}"""
 
 # Video types Ubuntu 22.04 opens with its Videos app (Totem: the MimeType list of its desktop file, which covers

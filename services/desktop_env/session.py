@@ -50,7 +50,7 @@ _STOP_ROUNDS = 3  # rounds of stopping the env's processes at reset: those start
 _MODIFIER_KEYS = ("Shift_L", "Shift_R", "Control_L", "Control_R", "Alt_L", "Alt_R", "Super_L", "Super_R")
 # Variables of the server's own environment that must not leak into the desktop's children.
 _DROPPED_VARS = ("DBUS_SESSION_BUS_ADDRESS", "WAYLAND_DISPLAY", "XAUTHORITY", "XDG_SESSION_ID", "SESSION_MANAGER",
-                 "NO_AT_BRIDGE")
+                 "NO_AT_BRIDGE", *shell.UBUNTU_SESSION_VARS)  # the host's desktop names are not the env's
 
 
 # Accessibility on for every app (AT-SPI over the session bus), as on OSWorld's Ubuntu desktop: GTK 2/3
@@ -153,6 +153,8 @@ class DesktopSession:
         env.setdefault("LANG", "C.UTF-8")
         if shutil.which("dbus-daemon"):
             env["DBUS_SESSION_BUS_ADDRESS"] = f"unix:path={self.bus_path}"
+            if self.settings.shell == shell.GNOME:
+                env.update(shell.UBUNTU_SESSION_VARS)
         return env
 
     @property

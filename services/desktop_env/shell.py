@@ -66,13 +66,22 @@ def system_bus_argv(runtime_dir: Path) -> tuple[list[str], Path]:
     return ["dbus-daemon", f"--config-file={config}", "--nofork", "--nopidfile"], socket
 
 
+#: The desktop names of Ubuntu 22.04's GNOME session, which every process of a session there has (GNOME Shell, apps
+#: from the dock, and the env's commands), with gnome-session's GNOME_DESKTOP_SESSION_ID ("this-is-deprecated",
+#: which it still sets). xdg-open then opens files as on Ubuntu, with `gio open`, whose MIME subclasses send JSON
+#: to the text editor: Debian's xdg-open does not read "ubuntu:GNOME" and there is no gnome-session here to ask,
+#: so without that variable it took its generic path, which sent JSON to the browser.
+UBUNTU_SESSION_VARS = {"XDG_CURRENT_DESKTOP": "ubuntu:GNOME", "XDG_SESSION_DESKTOP": "ubuntu",
+                       "XDG_SESSION_TYPE": "x11", "DESKTOP_SESSION": "ubuntu",
+                       "GNOME_DESKTOP_SESSION_ID": "this-is-deprecated"}
+
+
 def gnome_shell_env(env: Mapping[str, str], system_bus: Path) -> dict[str, str]:
     """The environment of GNOME Shell: the session's, with the private system bus, software GL, and
-    the desktop names of Ubuntu's GNOME session (apps started from the dock inherit them)."""
+    the desktop names of Ubuntu's GNOME session (`UBUNTU_SESSION_VARS`)."""
     env = {key: value for key, value in env.items() if key != "GTK_MODULES"}  # it loads its own AT-SPI bridge
     return {**env, "DBUS_SYSTEM_BUS_ADDRESS": f"unix:path={system_bus}", "LIBGL_ALWAYS_SOFTWARE": "1",
-            "XDG_CURRENT_DESKTOP": "ubuntu:GNOME", "XDG_SESSION_DESKTOP": "ubuntu", "XDG_SESSION_TYPE": "x11",
-            "DESKTOP_SESSION": "ubuntu"}
+            **UBUNTU_SESSION_VARS}
 
 
 GNOME_SHELL_ARGV = ["gnome-shell", "--x11", "--replace"]

@@ -14,6 +14,8 @@ from PIL import Image
 
 from common.env_client import DesktopEnvClient
 from common.polling import wait_until
+from services.cli import standin_office
+from services.cli.standin_formats import Seed
 from services.desktop_env.homemap import HomeMapper
 from services.desktop_env.launcher import LocalEnvLauncher
 from services.desktop_env.processes import is_alive
@@ -159,6 +161,30 @@ def test_setup_launch_and_open_file(env1: DesktopEnvClient) -> None:
     env1.upload_file("/home/user/Desktop/notes.txt", b"notes\n")
     env1.open_file("/home/user/Desktop/notes.txt")
     assert "notes.txt" in _window_titles(env1)
+
+
+def test_open_file_shows_a_pdf_in_the_document_viewer(env1: DesktopEnvClient) -> None:
+    """As on OSWorld's Ubuntu VM (five OSWorld tasks `open` a PDF), Evince shows it, titled "<file> — <document
+    title>", which is what `open_file` waits for; GIMP had taken PDFs and opened its import dialog."""
+    env1.upload_file("/home/user/Desktop/lecture.pdf", standin_office.pdf(Seed("0" * 64)))
+    env1.open_file("/home/user/Desktop/lecture.pdf")
+    listing = env1.execute(["wmctrl", "-lx"]).output or ""
+    (line,) = [line for line in listing.splitlines() if "lecture.pdf" in line]
+    assert "evince" in line.lower() and "lecture.pdf — " in line
+
+
+def test_open_file_shows_text_in_gedit_and_a_folder_in_nautilus(env1: DesktopEnvClient) -> None:
+    """Ubuntu 22.04's apps, as on OSWorld's VM: gedit for text, titled "<file> (<folder>) - gedit" (OSWorld's
+    multi_apps/d1acdb87 activates "restaurants.txt (~/Desktop) - gedit" strictly), Nautilus for a folder
+    (multi_apps/881deb30 opens one); Mousepad and PCManFM had them."""
+    env1.upload_file("/home/user/Desktop/restaurants.txt", b"Tim Ho Wan\nMak's Noodle\n")
+    env1.open_file("/home/user/Desktop/restaurants.txt")
+    assert env1.activate_window("restaurants.txt (~/Desktop) - gedit", strict=True)
+    env1.execute(["mkdir", "-p", "/home/user/Documents/Fundings"])
+    env1.open_file("/home/user/Documents/Fundings")
+    listing = env1.execute(["wmctrl", "-lx"]).output or ""
+    (line,) = [line for line in listing.splitlines() if "Fundings" in line]
+    assert "org.gnome.nautilus" in line.lower()
 
 
 def test_small_endpoints(env1: DesktopEnvClient) -> None:

@@ -1,6 +1,7 @@
 """The Ubuntu desktop (issue 33.3) on a real env running GNOME Shell: its top bar and dock drawn and in the
 accessibility tree, every dock icon opening its app when clicked, a reset restoring what a task changed, and a
-checked paste that GNOME Shell's clipboard manager alone reads still failing as an action error."""
+checked paste that GNOME Shell's clipboard manager alone reads still failing as an action error, the env's
+commands in Ubuntu's GNOME session (its desktop names: `xdg-open` as on Ubuntu)."""
 
 from __future__ import annotations
 
@@ -40,9 +41,9 @@ def env(gnome_env: DesktopEnvClient) -> DesktopEnvClient:
     return gnome_env
 
 #: Dock button (accessible name) -> the WM classes (lower case) of the window it may open (the trash opens in
-#: the default file manager of folders, PCManFM here, `home.mimeapps_list`).
+#: the default file manager of folders, Nautilus, `home.mimeapps_list`).
 DOCK_APPS = {"Thunderbird": ("thunderbird",), "Files": ("nautilus",), "LibreOffice Writer": ("libreoffice",),
-             "Trash": ("pcmanfm", "nautilus")}
+             "Trash": ("nautilus",)}
 _BUTTON = re.compile(r'<push-button name="([^"]+)"[^>]*cp:screencoord="\((\d+), (\d+)\)" cp:size="\((\d+), (\d+)\)"')
 
 
@@ -98,6 +99,18 @@ def test_a_reset_puts_back_the_favourites_a_task_changed_and_closes_the_overview
                            "org.freedesktop.DBus.Properties.Get string:org.gnome.Shell string:OverviewActive",
                            shell=True).output or ""
     assert "boolean false" in overview
+
+
+def test_the_envs_commands_run_in_ubuntus_gnome_session_and_open_json_in_the_text_editor(env: DesktopEnvClient) -> None:
+    """As on Ubuntu 22.04, where every process of the session has its desktop names, `xdg-open` (OSWorld's
+    `open` setup) goes through `gio open`, which finds the text editor for JSON by its MIME parent (OSWorld's
+    multi_apps/5bc63fb9 opens llm_answers.json); xdg-open's generic path, without them, took the browser."""
+    names = env.execute("echo $XDG_CURRENT_DESKTOP $DESKTOP_SESSION", shell=True).output or ""
+    assert names.split() == ["ubuntu:GNOME", "ubuntu"]
+    env.upload_file("/home/user/Desktop/llm_answers.json", b'{"model": "x", "answer": 1}\n')
+    env.open_file("/home/user/Desktop/llm_answers.json")
+    (window,) = [w for w in env.windows() or [] if "llm_answers.json" in w["title"]]
+    assert window["wm_class"].lower() == "gedit.gedit"
 
 
 def _names(env: DesktopEnvClient) -> set[str]:
