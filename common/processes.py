@@ -1,5 +1,6 @@
 """Child processes this program started: stopping them (SIGTERM, a grace period, then SIGKILL), tying
-a child's life to its parent's (`die_with_parent`), and looking processes up (psutil)."""
+a child's life to its parent's (`die_with_parent`), adopting orphans (`become_subreaper`), and looking
+processes up (psutil)."""
 
 from __future__ import annotations
 
@@ -11,15 +12,27 @@ import subprocess
 import psutil
 
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+_PR_SET_CHILD_SUBREAPER = 36
 
 
 def die_with_parent(sig: signal.Signals = signal.SIGKILL) -> None:
     """prctl(PR_SET_PDEATHSIG): the kernel sends `sig` to the caller when its parent exits (Linux).
     Raises: OSError naming the call when the kernel refuses."""
+    _prctl(_PR_SET_PDEATHSIG, int(sig), "PR_SET_PDEATHSIG")
+
+
+def become_subreaper() -> None:
+    """prctl(PR_SET_CHILD_SUBREAPER): orphans among the caller's descendants become its children (to wait
+    for), not the host's PID 1's, whose reaping can lag, or never come in a container without an init
+    (Linux). Raises: OSError naming the call when the kernel refuses."""
+    _prctl(_PR_SET_CHILD_SUBREAPER, 1, "PR_SET_CHILD_SUBREAPER")
+
+
+def _prctl(option: int, arg: int, name: str) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) != 0:
+    if libc.prctl(option, arg, 0, 0, 0) != 0:
         err = ctypes.get_errno()
-        raise OSError(err, f"prctl(PR_SET_PDEATHSIG): {os.strerror(err)}")
+        raise OSError(err, f"prctl({name}): {os.strerror(err)}")
 
 
 def stop_child(process: subprocess.Popen[bytes], grace_s: float, kill_group: bool = False) -> None:

@@ -23,7 +23,8 @@ Process tree: this supervisor (host PID and network namespaces, a private mount 
 stage; holds the slot lock, forwards SIGTERM/SIGINT/SIGHUP to the server) -> `bwrap` -> its init
 (PID 1 inside) -> `sleep infinity`; and this supervisor -> `nsenter` -> the env server. When the
 server exits (or the env's init does: `sudo kill -9 -1` inside ends the env), bwrap is ended, the
-kernel ends what is left of the env and removes its veth pair; the supervisor waits for that. Exit
+kernel ends what is left of the env and removes its veth pair; the supervisor waits for that
+and reaps bubblewrap's init itself (it is the child subreaper), so no zombie is left to the host. Exit
 code: the server's; 75 when the slot is taken (the launcher retries another), 70 when the sandbox
 could not be built (the reason is printed to stderr).
 """
@@ -44,6 +45,7 @@ import psutil
 from pydantic import BaseModel, ConfigDict, field_validator
 
 import services
+from common import processes
 from common.polling import DeadlineExceeded, wait_until
 from services.desktop_env import envvars, netns, sandbox_fs, sandbox_user
 from services.desktop_env.netns import EnvNetwork
@@ -203,6 +205,7 @@ class _Supervisor:
     def run(self) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(sig, self._on_signal)
+        processes.become_subreaper()  # bubblewrap's init, killed with it, is reaped here
         if not self.lock.acquire():
             print(f"sandbox: slot {self.spec.slot} is taken by another env", file=sys.stderr)
             return EXIT_SLOT_TAKEN
@@ -216,6 +219,7 @@ class _Supervisor:
             return EXIT_BUILD_FAILED
         finally:
             self._end_env()
+            _reap_orphans()
             self._release()
 
     def _start_and_wait(self) -> int:
@@ -276,6 +280,15 @@ class _Supervisor:
         except DeadlineExceeded:
             print(f"sandbox: veth {self.net.host_if} still exists after {_VETH_GONE_TIMEOUT_S:g} s", file=sys.stderr)
         self.lock.release()
+
+
+def _reap_orphans() -> None:
+    """Wait for (and so reap) every child left, bubblewrap's orphaned init among them (this process is the
+    child subreaper), up to `_STOP_GRACE_S`; SIGKILL the ones still running then."""
+    _, alive = psutil.wait_procs(psutil.Process().children(), timeout=_STOP_GRACE_S)
+    for child in alive:
+        child.kill()
+    psutil.wait_procs(alive, timeout=_STOP_GRACE_S)
 
 
 def main() -> None:

@@ -81,3 +81,21 @@ def test_wait_until_retries_ordinary_errors_but_not_give_up() -> None:
     with pytest.raises(GiveUp, match="it died"):
         wait_until(hopeless, 60.0, "hopeless", interval_s=0.01)
     assert len(calls) == 1
+
+
+# A subreaper (in a process of its own: pytest must not adopt the suite's orphans) whose child forks a
+# grandchild and exits: the orphaned grandchild becomes the subreaper's child, not PID 1's.
+_ADOPTS_ORPHAN = ("import os, subprocess, sys, psutil\n"
+                  "from common.processes import become_subreaper\n"
+                  "become_subreaper()\n"
+                  "subprocess.run([sys.executable, '-c', 'import subprocess; subprocess.Popen([\"sleep\", \"30\"])'],"
+                  " check=True)\n"
+                  "orphan, = psutil.Process().children()\n"
+                  "print(orphan.name(), orphan.ppid() == os.getpid())\n"
+                  "orphan.kill(); os.waitpid(orphan.pid, 0)\n")
+
+
+def test_become_subreaper_adopts_orphaned_grandchildren() -> None:
+    result = subprocess.run([sys.executable, "-c", _ADOPTS_ORPHAN], capture_output=True, text=True, timeout=30,
+                            cwd=Path(__file__).resolve().parents[2])
+    assert (result.returncode, result.stdout) == (0, "sleep True\n"), result.stderr

@@ -170,7 +170,7 @@ def test_kill_all_and_stop_leave_nothing_behind(tmp_path: Path, clients: list[De
             assert sh(clients[0], "echo still-here") == "still-here\n"
             env.close()
         assert not is_alive(supervisor) and not is_alive(env_init) and not is_alive(server)
-        assert _processes_in(namespaces) == []
+        assert _processes_in(namespaces) == []  # not even a zombie: the supervisor reaped the env's init
         assert not net.host_if_exists()
         assert f"stage-{net.slot}" not in os.listdir("/run/cua-rollout")
         assert net.host_if not in subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
