@@ -31,7 +31,7 @@ from common.processes import die_with_parent
 from common.service import start_metrics_port
 from services.runner.metrics import metrics_registry
 from services.runner.settings import RunnerSettings
-from services.runner.worker import prepare_process, work
+from services.runner.worker import STOP_SIGNALS, prepare_process, work
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,6 @@ log = logging.getLogger(__name__)
 RESTART_DELAY_S = 1.0
 MAX_RESTART_DELAY_S = 60.0
 STABLE_S = 60.0
-_STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT}
 
 
 def worker_settings(settings: RunnerSettings, slot: int) -> RunnerSettings:
@@ -64,9 +63,9 @@ def _run_child(settings: RunnerSettings, slot: int, parent: int) -> None:
         die_with_parent(signal.SIGTERM)
         if os.getppid() != parent:  # the parent died before the line above took effect
             os._exit(1)
-        for sig in _STOP_SIGNALS:
+        for sig in STOP_SIGNALS:
             signal.signal(sig, signal.SIG_DFL)  # RQ installs its own once it works
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)  # blocked by the parent across the fork
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)  # blocked by the parent across the fork
         work(worker_settings(settings, slot))
         code = 0
     except BaseException:  # noqa: BLE001 - a forked child must never unwind into the parent's code
@@ -91,7 +90,7 @@ class WorkerPool:
         parent = os.getpid()
         # Blocked across the fork: the child must not run the parent's handler (it would signal its siblings),
         # and a stop arriving meanwhile must reach the new child too.
-        signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+        signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
         try:
             pid = os.fork()
             if pid == 0:
@@ -99,7 +98,7 @@ class WorkerPool:
             self.children[pid] = slot
             self.started[slot] = time.monotonic()
         finally:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
         log.info("runner %s: worker %d is pid %d", self.settings.id, slot, pid)
 
     def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
@@ -112,7 +111,7 @@ class WorkerPool:
 
     def run(self) -> None:
         """Fork the workers and supervise them until stopped (or, in burst mode, all drained)."""
-        for sig in _STOP_SIGNALS:
+        for sig in STOP_SIGNALS:
             signal.signal(sig, self._on_signal)
         for slot in range(self.settings.workers):
             self._fork(slot)

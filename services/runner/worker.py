@@ -19,10 +19,12 @@ import signal
 import time
 from collections.abc import Callable
 from multiprocessing.util import register_after_fork
+from types import FrameType
 from typing import Any
 
 import redis
 from rq import Queue, SimpleWorker, Worker
+from rq.exceptions import StopRequested
 from rq.job import Job
 from rq.worker.base import BaseWorker
 
@@ -40,6 +42,9 @@ from services.runner.settings import RunnerSettings
 from services.runner.threaded import ThreadedRolloutWorker
 
 log = logging.getLogger(__name__)
+
+#: The signals that stop a worker (RQ: warm shutdown, a second one cold).
+STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT}
 
 
 def preload() -> None:
@@ -71,11 +76,41 @@ class PromptSchedulerStop(BaseWorker):
     worker and holds copies of the worker's Redis sockets: while it lived, a killed worker's connection stayed
     open, and a BLPOP the worker had pending (a worker running rollouts in threads waits in BLPOP meanwhile)
     went on taking jobs from the queue for a reader that is gone, so they were lost. Its locks then expire
-    (61 s); meanwhile the reapers enqueue overdue scheduled retries (`services/runner/reaper.py`)."""
+    (61 s); meanwhile the reapers enqueue overdue scheduled retries (`services/runner/reaper.py`).
+
+    RQ's `work()` starts the scheduler before it installs its signal handlers: a SIGTERM in between took the
+    default action, killing the worker with the lock it had just taken (held for 61 s; seen as a flaky pool
+    test on a loaded machine). A stop signal arriving from the scheduler's start until RQ's handlers are in
+    place is held, then given to RQ's handler once it is installed (a warm stop that releases the lock)."""
+
+    _held_stop: int | None = None
 
     def _start_scheduler(self, *args: Any, **kwargs: Any) -> None:
         register_after_fork(self, _die_with_parent(os.getpid()))  # runs in the scheduler process (multiprocessing)
-        super()._start_scheduler(*args, **kwargs)
+        previous = {sig: signal.signal(sig, self._hold_stop) for sig in STOP_SIGNALS}
+        try:
+            super()._start_scheduler(*args, **kwargs)
+        except BaseException:  # e.g. Redis gone: no RQ handlers follow, a held stop acts as it would have
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            if self._held_stop is not None:
+                signal.raise_signal(self._held_stop)
+            raise
+
+    def _hold_stop(self, signum: int, _frame: FrameType | None) -> None:
+        self._held_stop = signum
+
+    def _install_signal_handlers(self) -> None:
+        super()._install_signal_handlers()
+        if self._held_stop is not None:
+            signum, self._held_stop = self._held_stop, None
+            handler = signal.getsignal(signum)
+            assert callable(handler)
+            # RQ's handler (warm stop: scheduler stopped, handlers now for a cold stop) raises StopRequested to
+            # leave its loop; before the loop, the loop's own stop check does that.
+            with contextlib.suppress(StopRequested):
+                handler(signum, None)
+            self._stop_requested = True
 
     def stop_scheduler(self) -> None:
         """Kill the scheduler process, wait for it, release its locks and registration."""

@@ -16,7 +16,6 @@ from rq import Worker
 
 from common.polling import free_port, http_ok, wait_until
 from common.processes import child_pids, parent_pid
-from common.redis_server import RedisServerProcess
 from services.cli.processes import ManagedProcess
 from services.runner.pool import MAX_RESTART_DELAY_S, RESTART_DELAY_S, STABLE_S, restart_delay, worker_settings
 from services.runner.settings import RunnerSettings
@@ -91,15 +90,6 @@ def test_burst_pool_exits_once_its_workers_drained_the_queues(
         assert log.count("is pid") == 2, log  # two forks, none again: a drained worker is not replaced
     finally:
         pool.stop()
-
-
-@pytest.fixture()
-def private_redis(tmp_path: Path) -> Iterator[str]:
-    """A redis-server of this test's own: no worker left by another test (on the session's server) can take RQ's
-    scheduler lock first."""
-    server = RedisServerProcess(tmp_path / "redis").start()
-    yield server.url
-    server.stop()
 
 
 def test_stopped_workers_leave_no_scheduler_lock_or_process(private_redis: str, tmp_path: Path) -> None:

@@ -1,12 +1,14 @@
 """The runner's RQ worker process (services/runner/worker.py) on a real redis-server: its RQ scheduler process
 dies with it when it is killed (a surviving scheduler kept the dead worker's Redis sockets open, so a BLPOP
-the worker had pending went on taking jobs for nobody), and `make_worker` picks the worker class of the
-settings."""
+the worker had pending went on taking jobs for nobody), a stop signal that comes before RQ's handlers are
+installed still releases the scheduler's lock, and `make_worker` picks the worker class of the settings."""
 
 from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import psutil
@@ -44,6 +46,37 @@ def test_a_killed_workers_scheduler_dies_with_it(redis_url: str, tmp_path: Path)
         client.close()
     finally:
         worker.stop()
+
+
+#: A runner whose RQ scheduler start is followed at once by a SIGTERM: the signal lands between the scheduler's
+#: start (the lock taken) and RQ's signal handlers, the window that killed pooled workers under load.
+_STOPPED_RIGHT_AFTER_SCHEDULER_START = """
+import os, signal
+from rq.scheduler import RQScheduler
+from services.runner.worker import run_worker
+start = RQScheduler.start
+def start_then_stop(self):
+    process = start(self)
+    os.kill(os.getpid(), signal.SIGTERM)
+    return process
+RQScheduler.start = start_then_stop
+run_worker()
+"""
+
+
+@pytest.mark.parametrize("execution", [{"RUNNER_EXECUTION": "fork"},
+                                       {"RUNNER_EXECUTION": "inline", "RUNNER_CONCURRENCY": "2"}])
+def test_a_stop_before_rqs_signal_handlers_still_releases_the_scheduler_lock(
+        private_redis: str, tmp_path: Path, execution: dict[str, str]) -> None:
+    env = {**os.environ, "REDIS_URL": private_redis, "RUNNER_ENV_PROVIDER": "static", "RUNNER_METRICS_PORT": "0",
+           "RUNNER_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": os.getcwd(), **execution}
+    done = subprocess.run([sys.executable, "-c", _STOPPED_RIGHT_AFTER_SCHEDULER_START], env=env, timeout=120,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]  # a warm stop, not killed by the signal's default action
+    client = redis.Redis.from_url(private_redis)
+    assert "Acquired scheduler lock" in done.stderr
+    assert client.keys("rq:scheduler-lock:*") == [] and client.keys("rq:scheduler:*") == []
+    client.close()
 
 
 @pytest.mark.parametrize(("env", "kind"), [
