@@ -8,10 +8,12 @@ the model's FAIL: docs/scoring.md).
 The tasks audited are those `cua-rollout coverage` counts runnable offline (M); the others are listed with
 their reasons. The URL cache gets a stand-in file (`standins`) for every URL it lacks. A rollout is *set
 up* when its setup finished (it reached the step loop: any status but `setup_error`, an infrastructure
-failure, `unsupported`...), *scored* when it carries a reward. The agent is the scripted policy (the vLLM
-stand-in) answering every request with the agent's replies; the run goes through producer, runner,
-gateway and envs as any run does. Several agents audit in one stack (the same desktops), one run each: a
-run's `model` is `audit-<agent>` and the agent's script names that model (`scripted_policy/scripts.py`).
+failure, `unsupported`...), *scored* when it carries a reward, *stored* when the sink wrote its
+trajectory's `manifest.json` (its end event, which a key the store refuses would dead-letter). The agent is
+the scripted policy (the vLLM stand-in) answering every request with the agent's replies; the run goes
+through producer, runner, gateway and envs as any run does. Several agents audit in one stack (the same
+desktops), one run each: a run's `model` is `audit-<agent>` and the agent's script names that model
+(`scripted_policy/scripts.py`).
 """
 
 from __future__ import annotations
@@ -49,11 +51,13 @@ NOT_SET_UP = frozenset({RolloutStatus.SETUP_ERROR, RolloutStatus.ENV_INIT_FAILED
 #: Tasks where a do-nothing agent scores > 0 through a checker of OSWorld's own (same result with
 #: OSWorld's evaluator on the same files): task id -> the explanation and the upstream issue or PR.
 KNOWN_NOOP_NONZERO: dict[str, str] = {}
+#: The per-domain counts of a report, in the order of its tables.
+DOMAIN_COUNTS = ("tasks", "set_up", "scored", "stored", "nonzero", "skipped")
 
 
 @dataclass
 class TaskOutcome:
-    """One audited task: its rollout's `status`, `reward` and `error`, and the two verdicts."""
+    """One audited task: its rollout's `status`, `reward` and `error`, and the three verdicts."""
 
     task_id: str
     domain: str
@@ -62,6 +66,7 @@ class TaskOutcome:
     error: str | None
     set_up: bool
     scored: bool
+    stored: bool
 
     @property
     def nonzero(self) -> bool:
@@ -98,41 +103,40 @@ class AuditReport:
         return sum(1 for o in self.outcomes if getattr(o, what))
 
     def summary_line(self) -> str:
-        """`audit: set up N/M, scored N/M, noop nonzero K` (`<agent> nonzero K` with another agent)."""
+        """`audit: set up N/M, scored N/M, stored N/M, noop nonzero K` (`<agent> nonzero K` with another agent)."""
         m = self.total
         return (f"audit: set up {self.count('set_up')}/{m}, scored {self.count('scored')}/{m}, "
-                f"{self.agent} nonzero {self.count('nonzero')}")
+                f"stored {self.count('stored')}/{m}, {self.agent} nonzero {self.count('nonzero')}")
 
     def per_domain(self) -> dict[str, dict[str, int]]:
-        """Domain -> counts `tasks`, `set_up`, `scored`, `nonzero`, `skipped` (not runnable offline)."""
-        rows: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(
-            ("tasks", "set_up", "scored", "nonzero", "skipped"), 0))
+        """Domain -> counts of `DOMAIN_COUNTS`: `tasks`, `set_up`, `scored`, `stored`, `nonzero`, `skipped` (not
+        runnable offline)."""
+        rows: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(DOMAIN_COUNTS, 0))
         for o in self.outcomes:
             row = rows[o.domain]
             row["tasks"] += 1
-            row["set_up"] += o.set_up
-            row["scored"] += o.scored
-            row["nonzero"] += o.nonzero
+            for verdict in ("set_up", "scored", "stored", "nonzero"):
+                row[verdict] += getattr(o, verdict)
         for item in self.skipped.values():
             rows[item["domain"]]["skipped"] += 1
         return dict(sorted(rows.items()))
 
     def problems(self) -> list[TaskOutcome]:
-        """Audited tasks not set up, not scored, or with a reward > 0 (the task list of the report)."""
-        return [o for o in self.outcomes if not o.set_up or not o.scored or o.nonzero]
+        """Audited tasks not set up, not scored, not stored, or with a reward > 0 (the task list of the report)."""
+        return [o for o in self.outcomes if not o.set_up or not o.scored or not o.stored or o.nonzero]
 
     def passed(self) -> bool:
-        """True when every audited task was set up and scored, and (do-nothing agents) every reward > 0 is
+        """True when every audited task was set up, scored and stored, and (do-nothing agents) every reward > 0 is
         explained (`explanation`). The fail agent's rewards are expected: OSWorld's infeasible tasks pay for FAIL."""
         unexplained = [o for o in self.outcomes if o.nonzero and self.explanation(o) is None]
-        return self.count("set_up") == self.total and self.count("scored") == self.total and \
+        return self.count("set_up") == self.count("scored") == self.count("stored") == self.total and \
             (self.agent not in DO_NOTHING or not unexplained)
 
     def to_json(self) -> dict[str, Any]:
         """The report as JSON-able data: summary, per domain, outcomes, skipped tasks."""
         return {"agent": self.agent, "summary": self.summary_line(), "seconds": round(self.seconds, 1),
                 "total": self.total, "set_up": self.count("set_up"), "scored": self.count("scored"),
-                "nonzero": self.count("nonzero"), "domains": self.per_domain(),
+                "stored": self.count("stored"), "nonzero": self.count("nonzero"), "domains": self.per_domain(),
                 "outcomes": [asdict(o) for o in self.outcomes], "skipped": self.skipped,
                 "explained": {o.task_id: self.explanation(o) for o in self.outcomes if self.explanation(o)}}
 
@@ -214,8 +218,15 @@ def prepare_cache(cache_dir: Path, tasks: list[OSWorldTask]) -> int:
     return len(standins.load(cache_dir, files.values(), members=standins.archive_members(dumped)).generated)
 
 
-def outcomes_of(run: dict[str, Any], tasks: list[OSWorldTask]) -> list[TaskOutcome]:
-    """One `TaskOutcome` per task, from the finished run (`GET /v1/runs/{id}`), in the tasks' order."""
+def stored_task_ids(trajectories: list[dict[str, Any]]) -> set[str]:
+    """Task ids whose trajectory has a stored manifest, from `GET /v1/runs/{id}/trajectories`
+    (`[{"trajectory": "<run>/<task>_<index>", "manifest": {...} | null}]`)."""
+    return {entry["trajectory"].split("/", 1)[1].rsplit("_", 1)[0] for entry in trajectories if entry.get("manifest")}
+
+
+def outcomes_of(run: dict[str, Any], tasks: list[OSWorldTask], stored: set[str]) -> list[TaskOutcome]:
+    """One `TaskOutcome` per task, from the finished run (`GET /v1/runs/{id}`) and the ids of the tasks whose
+    trajectory is stored (`stored_task_ids`), in the tasks' order."""
     by_task = {r["task_id"]: r for r in run.get("rollouts", [])}
     outcomes = []
     for task in tasks:
@@ -225,5 +236,5 @@ def outcomes_of(run: dict[str, Any], tasks: list[OSWorldTask]) -> list[TaskOutco
         outcomes.append(TaskOutcome(
             task_id=task.id, domain=task.effective_domain, status=status.value,
             reward=None if reward is None else float(reward), error=rollout.get("error"),
-            set_up=status not in NOT_SET_UP, scored=reward is not None))
+            set_up=status not in NOT_SET_UP, scored=reward is not None, stored=task.id in stored))
     return outcomes

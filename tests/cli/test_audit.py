@@ -5,6 +5,7 @@ nothing, infeasible tasks included (issues 25 and 36)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -34,19 +35,25 @@ def test_selection_takes_offline_tasks_and_gives_the_others_reasons() -> None:
 
 
 def _outcome(task_id: str, status: str, reward: float | None) -> audit.TaskOutcome:
-    return audit.TaskOutcome(task_id, "os", status, reward, None, status != "setup_error", reward is not None)
+    return audit.TaskOutcome(task_id, "os", status, reward, None, status != "setup_error", reward is not None, True)
 
 
 def test_report_counts_and_explanations(monkeypatch: pytest.MonkeyPatch) -> None:
     outcomes = [_outcome("a", "completed", 0.0), _outcome("b", "completed", 1.0)]
     report = audit.AuditReport("noop", outcomes)
-    assert report.summary_line() == "audit: set up 2/2, scored 2/2, noop nonzero 1" and not report.passed()
+    assert report.summary_line() == "audit: set up 2/2, scored 2/2, stored 2/2, noop nonzero 1" and not report.passed()
     assert report.explanation(outcomes[1]) is None  # a start-state difference: fixed, never explained
     monkeypatch.setitem(audit.KNOWN_NOOP_NONZERO, "b", "checker bug (upstream issue)")
     assert report.passed() and report.explanation(outcomes[1]) == "OSWorld checker bug: checker bug (upstream issue)"
     broken = audit.AuditReport("noop", [_outcome("a", "setup_error", None)])
-    assert broken.summary_line() == "audit: set up 0/1, scored 0/1, noop nonzero 0" and not broken.passed()
+    assert broken.summary_line() == "audit: set up 0/1, scored 0/1, stored 1/1, noop nonzero 0" and not broken.passed()
     assert audit.AuditReport("fail", [_outcome("b", "agent_fail", 1.0)]).passed()  # infeasible task paid for FAIL
+    lost = dataclasses.replace(outcomes[0], stored=False)  # scored, but the sink never wrote its manifest
+    unstored = audit.AuditReport("noop", [lost])
+    assert unstored.summary_line() == "audit: set up 1/1, scored 1/1, stored 0/1, noop nonzero 0"
+    assert not unstored.passed() and unstored.problems() == [lost]
+    assert audit.stored_task_ids([{"trajectory": "run-1/a_0", "manifest": {"status": "completed"}},
+                                  {"trajectory": "run-1/b_c_0", "manifest": {}}, {"trajectory": "run-1/d_0"}]) == {"a"}
     for agent, status in (("garbage", "parse_error"), ("stall", "truncated")):  # do nothing: must earn nothing
         paid = audit.AuditReport(agent, [_outcome("c", status, 1.0)])
         assert paid.summary_line().endswith(f"{agent} nonzero 1") and not paid.passed()
@@ -85,13 +92,14 @@ def test_audit_one_task_per_domain_sets_up_and_scores_each_with_reward_zero(tmp_
          "--json", "--work-dir", str(tmp_path / "audit"), "--cache-dir", str(tmp_path / "cache")],
         capture_output=True, text=True, cwd=ROOT, timeout=1500)
     lines = result.stdout.strip().splitlines()
-    assert lines[-3:] == [f"audit: set up 10/10, scored 10/10, {agent} nonzero 0" for agent in agents], \
+    assert lines[-3:] == [f"audit: set up 10/10, scored 10/10, stored 10/10, {agent} nonzero 0" for agent in agents], \
         result.stdout[-3000:] + result.stderr
     reports = json.loads("\n".join(lines[:-3]))["reports"]
     assert [report["agent"] for report in reports] == list(agents)
     for report in reports:
         for outcome in report["outcomes"]:
-            assert outcome["set_up"] and outcome["scored"] and outcome["status"] == agents[report["agent"]], outcome
+            assert outcome["set_up"] and outcome["scored"] and outcome["stored"], outcome
+            assert outcome["status"] == agents[report["agent"]], outcome
             assert outcome["reward"] == 0.0, outcome
             if report["agent"] == "garbage":
                 assert "unparseable reply at step 0 after 3 samples" in outcome["error"], outcome
