@@ -93,7 +93,24 @@ def test_osworld_task_reaches_its_scripted_result(osworld_run: dict[str, Any], t
     rollout = rollouts[0]
     assert matches_expectation(rollout, expected), (
         f"{task_file.stem}: got {rollout['status']}/{rollout['reward']} ({rollout.get('error')}), "
-        f"expected {expected}")
+        f"expected {expected}\n{episode_digest(osworld_run['store'] / rollout['trajectory'])}")
+
+
+def episode_digest(trajectory: Path) -> str:
+    """What a failed rollout did, to read in CI's log: per step its actions, return code, settle and windows;
+    then the states the evaluation compared (`evaluation.json`: a missing result file is `null`)."""
+    lines = []
+    for path in sorted(trajectory.glob("step_*.json")):
+        step = json.loads(path.read_text())
+        actions = [a.get("code") or a.get("action_type") for a in step.get("actions", [])]
+        titles = [w.get("title") for w in step.get("windows") or []]
+        timings = {k: v for k, v in step.get("timings", {}).items() if v}
+        windows = f" windows={titles}" if titles else ""
+        lines.append(f"{path.stem}: {actions} {step.get('execution')} {timings}{windows}")
+    evaluation = trajectory / "evaluation.json"
+    if evaluation.is_file():
+        lines.append(f"evaluation: {evaluation.read_text()[:2000]}")
+    return "\n".join(lines)
 
 
 #: What names the window (WM class and title, lower case) of the app each domain's launching setup starts
