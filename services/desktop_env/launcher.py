@@ -222,13 +222,17 @@ class LocalEnvLauncher:
         for attempt in range(1, _START_ATTEMPTS + 1):
             if self._wait_ready(env, deadline):
                 return env
+            code = env.process.poll()
+            why = "its slot was taken" if code == sandbox.EXIT_SLOT_TAKEN else \
+                f"it exited with code {code}" if code is not None else "it was not healthy in time"
             self._terminate(env)
             log_path = self.root_dir / f"env-{env.index}" / "server.log"
             if time.monotonic() >= deadline or attempt == _START_ATTEMPTS:
                 tail = log_path.read_text(errors="replace")[-1500:] if log_path.exists() else ""
                 raise RuntimeError(f"desktop env {env.index} ({env.url}, display :{env.display}) did not become "
                                    f"healthy; log {log_path}:\n{tail}")
-            log.warning("desktop env %d failed to start on :%d, retrying", env.index, env.display)
+            log.warning("desktop env %d failed to start on :%d (%s; log %s), retrying", env.index, env.display, why,
+                        log_path)
             env = self._spawn(env.index)
         raise AssertionError("unreachable")
 
