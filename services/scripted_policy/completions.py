@@ -18,6 +18,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
 
 from common.vllm_protocol import (
     ChatCompletionLogProbs,
@@ -131,7 +132,8 @@ async def chat(request: Request, state: PolicyState = Depends(get_state)) -> Res
     version = state.model.version  # the version that "computed" this response
     model_name = state.settings.model_name
     model = body.get("model")
-    reply = choose_reply(state.scripts, messages, model if isinstance(model, str) else None)
+    # in a thread: a script that waits on the screen decodes screenshots (services/scripted_policy/screens.py)
+    reply = await run_in_threadpool(choose_reply, state.scripts, messages, model if isinstance(model, str) else None)
     ids, logprobs = completion_tokens(reply, version)
     completion_id = f"chatcmpl-{uuid.uuid4().hex[:16]}"
     prompt_ids = prompt_token_ids(messages) if wanted.return_token_ids else None

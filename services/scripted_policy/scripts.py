@@ -12,19 +12,47 @@ prompt agent, Qwen's), where those replies stand in the script: just after the f
 assistant messages occur in a row among the script's replies (a script whose replies repeat such a window is
 ambiguous). Past a script's end and without a script, the response is the agent's "done" or "fail" in its own
 format.
+
+Scripts that wait on the screen: a reply may be `{"reply": str, "after_change": true, "when_drawn": [left, top,
+right, bottom]}` (either condition or both). `after_change`: given only once the screen changed (`screens.changed`:
+more than a pointer, caret or clock) since the screenshot the script's previous reply acted on; `when_drawn`: only
+once that box of the newest screenshot (pixels) is drawn (`common.pixels.is_drawn`). Until then the answer is the
+script's `hold` reply (default `HOLD_REPLY`, UI-TARS' `wait()`; a script of another agent names its own), which is
+no step of the script, at most `MAX_HOLDS` times in a row (and for `after_change` while that screenshot is still
+in the request). A blind script's next key then waits for the menu or page it needs on a slow machine, instead of
+a fixed number of `wait()`s.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from common.agents import known_agents
+from common.pixels import Box
+from services.scripted_policy import screens
 
 EXHAUSTED_REPLY = "Thought: script exhausted\nAction: finished(content='script exhausted')"
 NO_SCRIPT_REPLY = "Thought: no script for this task\nAction: call_user()"
+#: The default `hold` reply of scripts that wait on the screen (UI-TARS' format: three 1 s waits, at the runner's
+#: default `RUNNER_WAIT_ACTION_S`).
+HOLD_REPLY = ("Thought: The screen does not show what I need yet; I wait for it.\n"
+              "Action: wait()\n\nwait()\n\nwait()")
+#: Holds in a row at most: UI-TARS sends its newest 5 screenshots, so an `after_change` reply's screenshot is gone
+#: after 4 anyway.
+MAX_HOLDS = 4
+
+
+@dataclass(frozen=True)
+class WaitCondition:
+    """When a script's reply may be given (module docstring): once the screen changed since the previous reply's
+    action (`after_change`) and/or once `when_drawn` (left, top, right, bottom pixels) is drawn."""
+
+    after_change: bool = False
+    when_drawn: Box | None = None
 _QWEN_TERMINATE = '<tool_call>\n{{"name": "computer_use", "arguments": {{"action": "terminate", "status": "{}"}}}}' \
                   '\n</tool_call>'
 #: Per agent: a text every request of it carries (tests/scripted_policy/test_server.py checks them against the
@@ -47,12 +75,15 @@ AGENT_REPLIES = {
 @dataclass(frozen=True)
 class Script:
     """The replies for one task instruction, one per step; `agent` None serves any agent's requests,
-    `model` None requests naming any model."""
+    `model` None requests naming any model; `conditions`: reply index -> when that reply may be given, `hold` the
+    reply until then (see the module docstring)."""
 
     instruction: str
     replies: list[str]
     agent: str | None = None
     model: str | None = None
+    conditions: Mapping[int, WaitCondition] = field(default_factory=dict)
+    hold: str = HOLD_REPLY
 
 
 def load_scripts(directory: Path | None) -> list[Script]:
@@ -65,21 +96,61 @@ def load_scripts(directory: Path | None) -> list[Script]:
     scripts = []
     for path in sorted(directory.rglob("*.json")):
         try:
-            data = json.loads(path.read_text())
-            instruction, replies, agent = data["instruction"], data["replies"], data.get("agent")
-            model = data.get("model")
-            if not isinstance(instruction, str) or not isinstance(replies, list) \
-                    or not all(isinstance(r, str) for r in replies):
-                raise TypeError("instruction must be a string and replies a list of strings")
-            if model is not None and not isinstance(model, str):
-                raise TypeError("model must be a string")
-            if agent is not None and agent not in known_agents() and agent not in AGENT_MARKERS:
-                known = sorted({*known_agents(), *AGENT_MARKERS})
-                raise ValueError(f"unknown agent {agent!r} (known: {', '.join(known)})")
+            scripts.append(_parse_script(json.loads(path.read_text())))
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"{path}: invalid script: {exc!r}") from exc
-        scripts.append(Script(instruction=instruction, replies=replies, agent=agent, model=model))
     return scripts
+
+
+def _parse_script(data: dict[str, Any]) -> Script:
+    instruction, entries, agent = data["instruction"], data["replies"], data.get("agent")
+    model, hold = data.get("model"), data.get("hold", HOLD_REPLY)
+    if not isinstance(instruction, str) or not isinstance(entries, list):
+        raise TypeError("instruction must be a string and replies a list")
+    if model is not None and not isinstance(model, str):
+        raise TypeError("model must be a string")
+    if agent is not None and agent not in known_agents() and agent not in AGENT_MARKERS:
+        known = sorted({*known_agents(), *AGENT_MARKERS})
+        raise ValueError(f"unknown agent {agent!r} (known: {', '.join(known)})")
+    replies, conditions = [], {}
+    for index, entry in enumerate(entries):
+        if isinstance(entry, str):
+            replies.append(entry)
+            continue
+        if not isinstance(entry, dict) or not isinstance(entry.get("reply"), str) \
+                or not set(entry) <= {"reply", "after_change", "when_drawn"}:
+            raise TypeError(f"reply {index} must be a string or {{\"reply\": str, \"after_change\": bool, "
+                            "\"when_drawn\": [left, top, right, bottom]}")
+        replies.append(entry["reply"])
+        condition = WaitCondition(after_change=_after_change(index, entry.get("after_change", False)),
+                                  when_drawn=_box(index, entry.get("when_drawn")))
+        if condition != WaitCondition():
+            conditions[index] = condition
+    if conditions and not isinstance(hold, str):
+        raise TypeError("hold must be a string")
+    if conditions and "hold" not in data and agent not in (None, "ui_tars_1_5"):
+        raise ValueError(f"replies that wait on the screen need a hold reply in agent {agent!r}'s format")
+    if hold in replies:
+        raise ValueError("the hold reply must differ from every reply (it is not counted as a step)")
+    return Script(instruction=instruction, replies=replies, agent=agent, model=model, conditions=conditions, hold=hold)
+
+
+def _after_change(index: int, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"reply {index}: after_change must be true or false")
+    if value and index == 0:
+        raise ValueError("reply 0 cannot wait for a change: no reply acted before it")
+    return value
+
+
+def _box(index: int, value: Any) -> Box | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or len(value) != 4 or not all(type(v) is int and v >= 0 for v in value) \
+            or value[0] >= value[2] or value[1] >= value[3]:
+        raise ValueError(f"reply {index}: when_drawn must be [left, top, right, bottom], pixels with left < right "
+                         f"and top < bottom, got {value!r}")
+    return (value[0], value[1], value[2], value[3])
 
 
 def request_text(messages: list[dict[str, Any]]) -> str:
@@ -106,13 +177,44 @@ def _text_of(content: Any) -> str:
 
 
 def step_of(script: Script, messages: list[dict[str, Any]]) -> int:
-    """The script step a request is at (see the module docstring)."""
-    said = [_text_of(m.get("content")).strip() for m in messages if m.get("role") == "assistant"]
+    """The script step a request is at (see the module docstring); `hold` replies are no step."""
+    said = [text for text in _said(messages) if text != script.hold.strip()]
     replies = [r.strip() for r in script.replies]
     for start in range(len(replies) - len(said) + 1):
         if replies[start:start + len(said)] == said:
             return start + len(said)
     return len(said)
+
+
+def _said(messages: list[dict[str, Any]]) -> list[str]:
+    return [_text_of(m.get("content")).strip() for m in messages if m.get("role") == "assistant"]
+
+
+def holds(script: Script, step: int, messages: list[dict[str, Any]]) -> bool:
+    """True when the script's reply `step` waits on the screen (`Script.conditions`) and the request's newest
+    screenshot does not show what it waits for yet, fewer than `MAX_HOLDS` holds ago."""
+    condition = script.conditions.get(step)
+    said = _said(messages)
+    newest = screens.newest(messages)
+    if condition is None or newest is None or _trailing(said, script.hold.strip()) >= MAX_HOLDS:
+        return False
+    if condition.when_drawn is not None and not screens.drawn(newest, condition.when_drawn):
+        return True
+    if condition.after_change:
+        acted = [i for i, text in enumerate(said) if text != script.hold.strip()]
+        before = screens.acted_on(messages, acted[-1]) if acted else None
+        return before is not None and not screens.changed(before, newest)
+    return False
+
+
+def _trailing(said: list[str], hold: str) -> int:
+    """How many of the last replies in a row are `hold`."""
+    count = 0
+    for text in reversed(said):
+        if text != hold:
+            break
+        count += 1
+    return count
 
 
 def agent_of(text: str) -> str | None:
@@ -131,4 +233,6 @@ def choose_reply(scripts: list[Script], messages: list[dict[str, Any]], model: s
         return no_script
     script = max(matching, key=lambda s: (s.model is not None, s.agent is not None, len(s.instruction)))
     step = step_of(script, messages)
+    if holds(script, step, messages):
+        return script.hold
     return script.replies[step] if step < len(script.replies) else exhausted

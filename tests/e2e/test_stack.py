@@ -31,6 +31,7 @@ from common.polling import free_port, http_ok, wait_until
 from common.task import OSWorldTask, load_task_file
 from services.cli.stack import LocalStack, StackConfig
 from services.desktop_env.processes import is_alive
+from services.scripted_policy.scripts import MAX_HOLDS
 
 pytestmark = pytest.mark.e2e
 
@@ -60,6 +61,12 @@ def _expected(task_id: str) -> dict[str, Any]:
 TEST_SCRIPTS = {
     "gibberish": {"instruction": "Answer in gibberish forever", "replies": ["I refuse to use the format."] * 10},
     "idle": {"instruction": "Keep pressing shift", "replies": ["Thought: again\nAction: press(key='shift')"] * 10},
+    # scripts that wait on the screen for what never shows on the bare desktop: held, then played on
+    "hold-change": {"instruction": "Wait for a window that never opens", "replies": [
+        "Thought: shift opens nothing\nAction: press(key='shift')",
+        {"reply": "Thought: give up\nAction: call_user()", "after_change": True}]},
+    "hold-drawn": {"instruction": "Wait for a button that is never drawn", "replies": [
+        {"reply": "Thought: give up\nAction: call_user()", "when_drawn": [4000, 3000, 4100, 3100]}]},  # off the screen
 }
 
 
@@ -186,6 +193,19 @@ def test_failure_statuses(stack: LocalStack) -> None:
     assert "taken as FAIL (fail_at_max_steps)" in forced["error"]
     envs = client.get("/v1/envs").json()
     wait_until(lambda: client.get("/v1/envs").json()["idle"] == envs["total"], 20, "every env released")
+
+
+def test_scripts_waiting_on_the_screen_hold_on_the_real_screenshots(stack: LocalStack) -> None:
+    """The policy reads the screenshots the runner sends through the gateway: a reply waiting for a change that
+    never comes (shift changes nothing) or for a box that is never drawn (off the screen) is held
+    `MAX_HOLDS` times, each hold a runner step, then given."""
+    tasks = [_failure_task("hold-change", "Wait for a window that never opens"),
+             _failure_task("hold-drawn", "Wait for a button that is never drawn")]
+    client = httpx.Client(base_url=stack.producer_url, timeout=10)
+    response = client.post("/v1/runs", json={"tasks": tasks, "max_steps": 10, "run_id": "e2e-hold"})
+    assert response.status_code == 201, response.text
+    steps = {r["task_id"]: (r["status"], r["num_steps"]) for r in _wait_finished(client, "e2e-hold")["rollouts"]}
+    assert steps == {"hold-change": ("agent_fail", 1 + MAX_HOLDS + 1), "hold-drawn": ("agent_fail", MAX_HOLDS + 1)}
 
 
 def test_cli_submit_and_stats(stack: LocalStack, tmp_path: Path) -> None:

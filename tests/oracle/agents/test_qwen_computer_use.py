@@ -26,6 +26,7 @@ from services.runner.agent.base import ParseError
 from services.runner.agent.qwen_computer_use import MAX_TOKENS, MIN_TOKENS, QwenComputerUseAgent, QwenOptions
 from services.runner.agent.qwen_tool import computer_use_function, system_message, tool_calls
 from services.runner.agent.smart_resize import smart_resize
+from services.scripted_policy.scripts import load_scripts
 from tests.oracle.agents.episodes import kinds, play
 from tests.oracle.client import Oracle
 
@@ -53,7 +54,7 @@ REPLIES = [
 
 
 def script_replies() -> list[str]:
-    return [reply for path in sorted(SCRIPTS.glob("*.json")) for reply in json.loads(path.read_text())["replies"]]
+    return [reply for script in load_scripts(SCRIPTS) for reply in script.replies]
 
 
 @pytest.mark.parametrize("screen", [(1932, 1092), (1000, 1000)])

@@ -42,6 +42,7 @@ import pytest
 from services.runner.agent.parser import ParseError, normalize_keys, parse_response, split_reply
 from services.runner.agent.smart_resize import smart_resize
 from services.runner.agent.ui_tars import UITarsAgent, UITarsOptions
+from services.scripted_policy.scripts import load_scripts
 from tests.oracle.agents.episodes import kinds, play
 from tests.oracle.client import Oracle
 from tests.runner.agent.test_parser_fuzz import build_reply
@@ -54,11 +55,11 @@ CALL = re.compile(r"[A-Za-z_]\w*\s*\(")
 
 
 def example_replies() -> list[str]:
+    """Every UI-TARS reply of the example scripts, the hold replies of those that wait on the screen included."""
     replies = []
-    for path in sorted((ROOT / "examples" / "scripts").rglob("*.json")):
-        script = json.loads(path.read_text())
-        if script.get("agent", "ui_tars_1_5") == "ui_tars_1_5":
-            replies += script["replies"]
+    for script in load_scripts(ROOT / "examples" / "scripts"):
+        if script.agent in (None, "ui_tars_1_5"):
+            replies += [*script.replies, *([script.hold] if script.conditions else [])]
     return replies
 
 
