@@ -44,15 +44,6 @@ HOLD_REPLY = ("Thought: The screen does not show what I need yet; I wait for it.
 #: Holds in a row at most: UI-TARS sends its newest 5 screenshots, so an `after_change` reply's screenshot is gone
 #: after 4 anyway.
 MAX_HOLDS = 4
-
-
-@dataclass(frozen=True)
-class WaitCondition:
-    """When a script's reply may be given (module docstring): once the screen changed since the previous reply's
-    action (`after_change`) and/or once `when_drawn` (left, top, right, bottom pixels) is drawn."""
-
-    after_change: bool = False
-    when_drawn: Box | None = None
 _QWEN_TERMINATE = '<tool_call>\n{{"name": "computer_use", "arguments": {{"action": "terminate", "status": "{}"}}}}' \
                   '\n</tool_call>'
 #: Per agent: a text every request of it carries (tests/scripted_policy/test_server.py checks them against the
@@ -70,6 +61,15 @@ AGENT_REPLIES = {
     "qwen_vl_computer_use": (_QWEN_TERMINATE.format("success"), _QWEN_TERMINATE.format("failure")),
     "agent_s": ("```python\nagent.done()\n```", "```python\nagent.fail()\n```"),
 }
+
+
+@dataclass(frozen=True)
+class WaitCondition:
+    """When a script's reply may be given (module docstring): once the screen changed since the previous reply's
+    action (`after_change`) and/or once `when_drawn` (left, top, right, bottom pixels) is drawn."""
+
+    after_change: bool = False
+    when_drawn: Box | None = None
 
 
 @dataclass(frozen=True)
@@ -224,7 +224,8 @@ def agent_of(text: str) -> str | None:
 
 def choose_reply(scripts: list[Script], messages: list[dict[str, Any]], model: str | None = None) -> str:
     """Reply of the script matching the request (see the module docstring; `model`: the request's), at
-    the step given by the number of assistant messages so far."""
+    the step given by the number of assistant messages so far (holds not counted), or its `hold` reply while
+    that step waits on the screen (`holds`)."""
     text = request_text(messages)
     agent = agent_of(text)
     exhausted, no_script = AGENT_REPLIES.get(agent or "", AGENT_REPLIES["ui_tars_1_5"])
