@@ -63,6 +63,7 @@ TEST_SCRIPTS = {
     "idle": {"instruction": "Keep pressing shift", "replies": ["Thought: again\nAction: press(key='shift')"] * 10},
     # scripts that wait on the screen for what never shows on the bare desktop: held, then played on
     "hold-change": {"instruction": "Wait for a window that never opens", "replies": [
+        "Thought: the desktop settles after its reset\nAction: wait()\n\nwait()\n\nwait()",
         "Thought: shift opens nothing\nAction: press(key='shift')",
         {"reply": "Thought: give up\nAction: call_user()", "after_change": True}]},
     "hold-drawn": {"instruction": "Wait for a button that is never drawn", "replies": [
@@ -205,7 +206,7 @@ def test_scripts_waiting_on_the_screen_hold_on_the_real_screenshots(stack: Local
     response = client.post("/v1/runs", json={"tasks": tasks, "max_steps": 10, "run_id": "e2e-hold"})
     assert response.status_code == 201, response.text
     steps = {r["task_id"]: (r["status"], r["num_steps"]) for r in _wait_finished(client, "e2e-hold")["rollouts"]}
-    assert steps == {"hold-change": ("agent_fail", 1 + MAX_HOLDS + 1), "hold-drawn": ("agent_fail", MAX_HOLDS + 1)}
+    assert steps == {"hold-change": ("agent_fail", 2 + MAX_HOLDS + 1), "hold-drawn": ("agent_fail", MAX_HOLDS + 1)}
 
 
 def test_cli_submit_and_stats(stack: LocalStack, tmp_path: Path) -> None:
