@@ -15,17 +15,14 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
+from common.data_urls import image_data, image_part_url
 from common.events import RolloutRef, StepEvent, StepTimings, Usage, blob_name
 from common.vllm_protocol import read_tokens
 
-_DATA_URL = re.compile(r"^data:(image/[A-Za-z0-9.+-]+);base64,", re.IGNORECASE)
 _EXTENSIONS = {"image/png": "png", "image/jpeg": "jpg", "image/jpg": "jpg", "image/webp": "webp",
                "image/gif": "gif"}
 
@@ -96,19 +93,16 @@ def images_by_reference(messages: list[Any]) -> tuple[list[Any], dict[str, bytes
             continue
         parts = []
         for part in content:
-            url = ((part.get("image_url") or {}).get("url") if isinstance(part, dict)
-                   and part.get("type") == "image_url" and isinstance(part.get("image_url"), dict) else None)
-            match = _DATA_URL.match(url) if isinstance(url, str) else None
-            if url is None or match is None:
+            url = image_part_url(part)
+            try:
+                image = image_data(url) if url is not None else None
+            except ValueError as exc:
+                parts.append({"type": "image_ref", "image_ref": {"error": str(exc)}})
+                continue
+            if image is None:
                 parts.append(part)
                 continue
-            media_type = match.group(1).lower()
-            try:
-                data = base64.b64decode(url[match.end():], validate=True)
-            except (binascii.Error, ValueError) as exc:
-                parts.append({"type": "image_ref", "image_ref": {
-                    "error": f"undecodable base64 data URL of {len(url)} characters ({exc})"}})
-                continue
+            media_type, data = image
             name = blob_name(data, _EXTENSIONS.get(media_type, media_type.split("/", 1)[1][:8].lower()))
             blobs[name] = data
             parts.append({"type": "image_ref", "image_ref": {"name": name, "media_type": media_type,

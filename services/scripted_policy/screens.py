@@ -8,13 +8,12 @@ few: `UITarsOptions.history_images`); a reply acted on the last image before it.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import io
 from typing import Any
 
 from PIL import Image, ImageChops, UnidentifiedImageError
 
+from common.data_urls import image_data, image_part_url
 from common.pixels import Box, is_drawn
 
 #: The screen changed when more than this fraction of its pixels differ (0.5 %: 10,368 of 1920 x 1080): the mouse
@@ -28,8 +27,7 @@ def image_urls(message: dict[str, Any]) -> list[str]:
     content = message.get("content")
     if not isinstance(content, list):
         return []
-    return [p["image_url"]["url"] for p in content if isinstance(p, dict) and p.get("type") == "image_url"
-            and isinstance(p.get("image_url"), dict) and isinstance(p["image_url"].get("url"), str)]
+    return [url for url in map(image_part_url, content) if url is not None]
 
 
 def acted_on(messages: list[dict[str, Any]], reply_index: int) -> str | None:
@@ -81,11 +79,11 @@ def drawn(url: str, box: Box) -> bool:
 
 def decode(url: str) -> Image.Image:
     """The RGB image of a `data:image/...;base64,` URL. Raises: ValueError when it is none."""
-    header, _, data = url.partition(",")
-    if not header.startswith("data:image/") or not header.endswith(";base64"):
+    image = image_data(url)
+    if image is None:
         raise ValueError("not a base64 data URL of an image")
     try:
-        with Image.open(io.BytesIO(base64.b64decode(data, validate=True))) as image:
-            return image.convert("RGB")
-    except (binascii.Error, UnidentifiedImageError, OSError) as exc:
+        with Image.open(io.BytesIO(image[1])) as opened:
+            return opened.convert("RGB")
+    except (UnidentifiedImageError, OSError) as exc:
         raise ValueError(f"not an image: {exc}") from exc

@@ -194,14 +194,15 @@ def holds(script: Script, step: int, messages: list[dict[str, Any]]) -> bool:
     """True when the script's reply `step` waits on the screen (`Script.conditions`) and the request's newest
     screenshot does not show what it waits for yet, fewer than `MAX_HOLDS` holds ago."""
     condition = script.conditions.get(step)
-    said = _said(messages)
-    newest = screens.newest(messages)
-    if condition is None or newest is None or _trailing(said, script.hold.strip()) >= MAX_HOLDS:
+    if condition is None:  # most requests: nothing to read
+        return False
+    hold, said, newest = script.hold.strip(), _said(messages), screens.newest(messages)
+    if newest is None or _trailing(said, hold) >= MAX_HOLDS:
         return False
     if condition.when_drawn is not None and not screens.drawn(newest, condition.when_drawn):
         return True
     if condition.after_change:
-        acted = [i for i, text in enumerate(said) if text != script.hold.strip()]
+        acted = [i for i, text in enumerate(said) if text != hold]
         before = screens.acted_on(messages, acted[-1]) if acted else None
         return before is not None and not screens.changed(before, newest)
     return False
